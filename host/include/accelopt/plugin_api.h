@@ -1,0 +1,101 @@
+/* accelopt/plugin_api.h - the C entry point of native stage plugins.
+ *
+ * A native plugin is a shared library that exports one symbol:
+ *
+ *     const AccelPluginInfo* accelopt_plugin_info(void);
+ *
+ * The host dlopen()s the library (RTLD_NOW | RTLD_LOCAL), calls that
+ * function and refuses the plugin unless `api_version` equals the host's
+ * ACCELOPT_PLUGIN_API_VERSION. Everything that crosses the boundary is plain
+ * C: stage inputs and outputs are UTF-8 JSON texts, so host and plugin may be
+ * built with different compilers or standard libraries.
+ *
+ * Bump ACCELOPT_PLUGIN_API_VERSION on any change to these structs.
+ * C++ plugin authors should use accelopt/plugin_sdk.hpp instead of this file.
+ */
+#ifndef ACCELOPT_PLUGIN_API_H
+#define ACCELOPT_PLUGIN_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ACCELOPT_PLUGIN_API_VERSION 1u
+#define ACCELOPT_PLUGIN_ENTRY_SYMBOL "accelopt_plugin_info"
+
+/* Log levels accepted by AccelHostApi.log (spdlog's order). */
+enum AccelLogLevel {
+  ACCEL_LOG_TRACE = 0,
+  ACCEL_LOG_DEBUG = 1,
+  ACCEL_LOG_INFO = 2,
+  ACCEL_LOG_WARN = 3,
+  ACCEL_LOG_ERROR = 4
+};
+
+/* Services the host lends to a running stage. Valid only during `run`. */
+typedef struct AccelHostApi {
+  uint32_t api_version; /* == ACCELOPT_PLUGIN_API_VERSION */
+  void* ctx;            /* opaque; pass back to every callback */
+
+  /* Log one message on behalf of the stage (prefixed with its id). */
+  void (*log)(void* ctx, int level, const char* message);
+
+  /* Call `module.function(arg)` in the host's embedded Python, where `arg`
+   * is json.loads(json_arg) and the return value is json.dumps()-able.
+   * Returns a malloc'd JSON text (free with free_string), or NULL on error;
+   * then *error_json (if non-NULL) receives a malloc'd JSON object
+   * {"kind","message","traceback"}. Takes the GIL itself. */
+  char* (*python_call)(void* ctx, const char* module, const char* function,
+                       const char* json_arg, char** error_json);
+
+  /* Report item progress for the live progress line (done <= total). */
+  void (*progress)(void* ctx, int64_t done, int64_t total, const char* label);
+
+  /* Non-zero once the run was cancelled (Ctrl-C) or the stage timed out;
+   * long-running stages should poll it and return early. */
+  int (*cancelled)(void* ctx);
+
+  /* Free a string returned by python_call. */
+  void (*free_string)(char* text);
+} AccelHostApi;
+
+/* One stage a plugin provides. */
+typedef struct AccelStageDescriptor {
+  const char* name;        /* used as `uses: native:<name>` */
+  const char* description; /* one line, shown by `accelopt-host stages` */
+  /* JSON object describing the `with:` parameters:
+   *   {"param": {"type": "string|integer|number|boolean|array|object|any",
+   *              "required": true|false, "default": <json>, "doc": "..."}} */
+  const char* params_json;
+
+  /* Run the stage. `input_json` is an object:
+   *   {"with": {...resolved parameters...}, "stage_id": "...",
+   *    "stage_dir": "<absolute dir for this stage's files>",
+   *    "run_dir": "<absolute run directory>", "vars": {...}}
+   * On success return 0 and set *output_json to a JSON text (the stage's
+   * outputs). On failure return non-zero and set *error_json to
+   * {"kind": "...", "message": "...", "details": {...}}. Both strings are
+   * allocated by the plugin and released through `free_string`. */
+  int (*run)(const AccelHostApi* host, const char* input_json,
+             char** output_json, char** error_json);
+  void (*free_string)(char* text);
+} AccelStageDescriptor;
+
+typedef struct AccelPluginInfo {
+  uint32_t api_version; /* must equal ACCELOPT_PLUGIN_API_VERSION */
+  const char* plugin_name;
+  const char* plugin_version;
+  size_t num_stages;
+  const AccelStageDescriptor* stages;
+} AccelPluginInfo;
+
+typedef const AccelPluginInfo* (*AccelPluginInfoFn)(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ACCELOPT_PLUGIN_API_H */
