@@ -1,0 +1,101 @@
+"""Where kernels run: the NKI emulator or Neuron hardware, behind one interface.
+
+A backend compiles and runs a kernel on NumPy inputs (``run``), says whether
+an exception is a compile error (``is_compile_error``), and measures latency
+and profile metrics of the last run's inputs (``measure``).
+"""
+import importlib.machinery
+import sys
+
+# The profile fields AccelOpt keeps (prompts/profile_list.json; accelopt-behavior §2.4).
+PROFILE_FIELDS = (
+    "hbm_read_bytes", "hbm_write_bytes", "psum_read_bytes", "psum_write_bytes",
+    "sbuf_read_bytes", "sbuf_write_bytes", "spill_reload_bytes", "spill_save_bytes",
+    "hardware_flops", "transpose_flops", "peak_flops_bandwidth_ratio", "mm_arithmetic_intensity",
+    "hfu_estimated_percent", "scalar_engine_active_time_percent",
+    "vector_engine_active_time_percent", "gpsimd_engine_active_time_percent",
+)
+
+BACKEND_NAMES = ("auto", "emulator", "neuron")
+TARGETS = ("trn1", "trn2")
+
+
+class Backend:
+    """Interface of an execution backend.
+
+    Attributes: ``name`` (str), ``target`` ("trn1"|"trn2"), ``estimated``
+    (bool: latency comes from a cost model rather than a measurement).
+    """
+
+    name = "base"
+    estimated = False
+
+    def __init__(self, target):
+        if target not in TARGETS:
+            raise ValueError(f"unknown target {target!r}; expected one of {TARGETS}")
+        self.target = target
+
+    def prepare(self):
+        """Makes ``neuronxcc.nki`` importable for kernel modules. Raises RuntimeError if impossible."""
+        raise NotImplementedError
+
+    def run(self, kernel, args):
+        """Compiles (if needed) and runs ``kernel(*args)``; returns its raw outputs.
+
+        ``args``: list of NumPy arrays / Python scalars in the kernel's layout.
+        Raises whatever compilation or execution raises.
+        """
+        raise NotImplementedError
+
+    def is_compile_error(self, exc):
+        """True if ``exc`` (raised by ``run``) is a compilation/validation error."""
+        raise NotImplementedError
+
+    def measure(self, kernel, args):
+        """Returns (latency_ms: float, metrics: dict) for ``kernel`` on ``args``.
+
+        ``args`` are the inputs of the last ``run``. Raises on failure.
+        """
+        raise NotImplementedError
+
+
+def _is_emulator_module(module):
+    return bool(getattr(module, "__nki_emu__", False)) or "nki_emu" in (getattr(module, "__file__", "") or "") \
+        or "nki_emu" in getattr(module, "__name__", "")
+
+
+def neuron_available():
+    """True if a real (non-emulated) ``neuronxcc`` package is installed.
+
+    Looks on sys.path with the path finder, so a ``neuronxcc`` that the
+    emulator registered in sys.modules does not count.
+    """
+    module = sys.modules.get("neuronxcc")
+    if module is not None and not _is_emulator_module(module):
+        return True
+    return importlib.machinery.PathFinder.find_spec("neuronxcc") is not None
+
+
+def resolve_backend_name(name):
+    """Maps "auto" to "neuron" when real neuronxcc is installed, else "emulator".
+
+    Raises ValueError for an unknown name.
+    """
+    if name not in BACKEND_NAMES:
+        raise ValueError(f"unknown backend {name!r}; expected one of {BACKEND_NAMES}")
+    if name == "auto":
+        return "neuron" if neuron_available() else "emulator"
+    return name
+
+
+def make_backend(name, target):
+    """Returns a Backend for ``name`` ("auto"|"emulator"|"neuron") and ``target``.
+
+    Raises ValueError for an unknown name or target.
+    """
+    resolved = resolve_backend_name(name)
+    if resolved == "neuron":
+        from .neuron import NeuronBackend
+        return NeuronBackend(target)
+    from .emulator import EmulatorBackend
+    return EmulatorBackend(target)

@@ -1,0 +1,102 @@
+"""Correctness judgement of one seed (accelopt-behavior §2.3, with its defects fixed).
+
+Pass iff ``||out - ref||_2 < rel_tol * ||ref||_2`` (norms in float64) for every
+output. Differences from AccelOpt: output-count and shape problems, and
+NaN/Inf in the kernel output, are distinct errors checked before the norm test;
+an all-zero reference passes only on an exact match (AccelOpt can never pass
+it); the first failing output stops the check.
+"""
+import numpy as np
+
+from . import result as R
+
+
+def as_tuple(value):
+    """Returns ``value`` as a tuple (lists/tuples unchanged in order, else a 1-tuple)."""
+    if isinstance(value, tuple):
+        return value
+    if isinstance(value, list):
+        return tuple(value)
+    return (value,)
+
+
+def _is_array(value):
+    return isinstance(value, np.ndarray) or (hasattr(value, "shape") and hasattr(value, "dtype")
+                                             and not np.isscalar(value))
+
+
+def l2_errors(out, ref):
+    """Returns (L2 of out-ref, L2 of ref, max |out-ref|) in float64 for arrays of equal shape."""
+    out64 = np.asarray(out, dtype=np.float64)
+    ref64 = np.asarray(ref, dtype=np.float64)
+    diff = out64 - ref64
+    return (float(np.linalg.norm(diff.ravel())), float(np.linalg.norm(ref64.ravel())),
+            float(np.max(np.abs(diff))) if diff.size else 0.0)
+
+
+def check_reference_outputs(refs):
+    """Raises HarnessError(reference_error) if a reference output is not finite."""
+    for i, ref in enumerate(refs):
+        if _is_array(ref) or isinstance(ref, (float, np.floating)):
+            arr = np.asarray(ref)
+            if arr.dtype.kind in "fc" and not np.all(np.isfinite(arr)):
+                raise R.HarnessError(R.REFERENCE_ERROR,
+                                     f"reference output {i} contains NaN or Inf")
+
+
+def check_count(outs, refs, seed):
+    """Raises HarnessError(shape_mismatch) if the kernel returned the wrong number of outputs."""
+    if len(outs) != len(refs):
+        raise R.HarnessError(R.SHAPE_MISMATCH,
+                             f"kernel returned {len(outs)} output(s), reference has {len(refs)} "
+                             f"(seed {seed})")
+
+
+def compare_outputs(outs, refs, rel_tol, seed):
+    """Checks kernel outputs against reference outputs for one seed.
+
+    ``outs``/``refs``: sequences of equal length (arrays or scalars), the
+    kernel's already reshaped by ``transform_nki_outputs``. ``rel_tol``: float.
+    Returns the largest relative L2 error over the outputs (float).
+    Raises HarnessError with kind shape_mismatch, nan_inf or wrong_result; a
+    wrong_result error carries the failing output's ``rel_error`` (float).
+    """
+    check_count(outs, refs, seed)
+    worst = 0.0
+    for i, (out, ref) in enumerate(zip(outs, refs)):
+        if _is_array(ref):
+            out_arr = np.asarray(out)
+            if out_arr.shape != ref.shape:
+                raise R.HarnessError(R.SHAPE_MISMATCH,
+                                     f"output {i}: kernel shape {tuple(out_arr.shape)} != reference "
+                                     f"shape {tuple(ref.shape)} (seed {seed})")
+            if out_arr.dtype.kind not in "biufc":
+                raise R.HarnessError(R.SHAPE_MISMATCH,
+                                     f"output {i}: kernel dtype {out_arr.dtype} is not numeric (seed {seed})")
+        else:
+            out_arr = np.asarray(out)
+            if out_arr.size != 1:
+                raise R.HarnessError(R.SHAPE_MISMATCH,
+                                     f"output {i}: kernel returned shape {tuple(out_arr.shape)}, "
+                                     f"reference is a scalar (seed {seed})")
+            if not isinstance(ref, (float, np.floating)) and not np.issubdtype(out_arr.dtype, np.floating):
+                if out_arr.reshape(()).item() != ref:
+                    raise R.HarnessError(R.WRONG_RESULT,
+                                         f"output {i}: {out_arr.reshape(()).item()!r} != {ref!r} (seed {seed})")
+                continue
+        if out_arr.dtype.kind in "fc" and not np.all(np.isfinite(out_arr)):
+            bad = int(np.size(out_arr) - np.count_nonzero(np.isfinite(out_arr)))
+            raise R.HarnessError(R.NAN_INF,
+                                 f"output {i}: {bad} NaN/Inf value(s) in kernel output (seed {seed})")
+        diff_l2, ref_l2, max_abs = l2_errors(out_arr, ref)
+        rel = diff_l2 / ref_l2 if ref_l2 > 0 else (0.0 if diff_l2 == 0 else float("inf"))
+        worst = max(worst, rel)
+        passed = diff_l2 < rel_tol * ref_l2 or (ref_l2 == 0 and diff_l2 == 0)
+        if not passed:
+            error = R.HarnessError(R.WRONG_RESULT,
+                                   f"output {i}: L2 relative error {rel:.3e} >= rel_tol {rel_tol:.1e} "
+                                   f"(max abs diff {max_abs:.4e}, L2 diff {diff_l2:.4e}, "
+                                   f"L2 ref {ref_l2:.4e}, seed {seed})")
+            error.rel_error = rel
+            raise error
+    return worst

@@ -1,0 +1,95 @@
+"""Assignment semantics: ``dst[idx] = tile``, ``dst[idx] += tile``, ``nl.loop_reduce``.
+
+Spec 2.1/2.5: assignment writes through (NumPy broadcasting of the source to
+the destination; a destination smaller than the source is
+``err_store_dst_shape_smaller_than_other_shape``); ``+=`` into PSUM with a
+matmul result accumulates in fp32; ``loop_reduce`` combines with the
+destination except on the first iteration of all its loops.
+"""
+import numpy as np
+
+from . import ops, runtime, trace
+from .errors import fail
+from .tensor import NkiTensor
+
+_ACCUMULATED = -1  # NkiTensor.version marker of a view updated in place by +=
+
+
+class LoopReduceResult:
+    """Pending ``nl.loop_reduce(x, op, loop_indices)``; applied when assigned."""
+
+    def __init__(self, tile, op, loop_indices, valid):
+        self.tile, self.op, self.loop_indices, self.valid = tile, op, list(loop_indices or []), valid
+
+    def apply(self, dest):
+        first = all(getattr(i, "first", False) for i in self.loop_indices)
+        x = np.broadcast_to(self.tile.arr, dest.shape) if self.tile.size != dest.size else self.tile.arr
+        if first:
+            dest.write(x, self.valid)
+        else:
+            dest.write(ops.binary(self.op)(x, dest.arr), self.valid)
+        trace.compute("tensor_tensor", "vector", [self.tile] + ([] if first else [dest]), dest,
+                      _free(dest), in_psum=self.tile.buffer == "psum")
+
+
+def _free(t):
+    shape = t.shape
+    return int(np.prod(shape[1:], dtype=np.int64)) if len(shape) > 1 else 1
+
+
+def _shape_str(shape):
+    return "[" + ", ".join(str(d) for d in shape) + "]"
+
+
+def _check_shapes(dest, src_shape):
+    dshape = dest.shape
+    if int(np.prod(src_shape)) > int(np.prod(dshape)) or len(src_shape) > len(dshape) and \
+            int(np.prod(src_shape)) != int(np.prod(dshape)):
+        fail("err_store_dst_shape_smaller_than_other_shape",
+             f"Illegal assignment destination shape in 'a = b': shape {_shape_str(dshape)} of parameter 'a' "
+             f"is smaller than other parameter shapes b{_shape_str(src_shape)}.")
+
+
+def assign(dest, value):
+    """Implements ``dest_view = value`` for a view produced by ``tensor[key]``."""
+    if isinstance(value, NkiTensor) and value.version == _ACCUMULATED and value.root is dest.root \
+            and value.layout is not None and dest.layout is not None \
+            and value.layout.offset == dest.layout.offset and value.layout.shape == dest.layout.shape:
+        return
+    run = runtime.current()
+    if isinstance(value, LoopReduceResult):
+        value.apply(dest)
+        return
+    if isinstance(value, NkiTensor):
+        _check_shapes(dest, value.shape)
+        if value.buffer not in ("sbuf", "psum") and dest.buffer in ("sbuf", "psum"):
+            fail("err_unsupported_memory",
+                 f"Expected operand 'value' of 'assignment' to be in address space 'psum|sbuf', "
+                 f"but got a tile in '{_space(value)}' instead.")
+        dest.write(value.arr, value.valid)
+        trace.assigned(value, dest)
+    else:
+        dest.write(np.asarray(value))
+        trace.compute("memset", "vector", [], dest, _free(dest))
+    if run is not None and dest.layout is not None:
+        run.check_output_dependency(dest.root, dest.layout)
+
+
+def _space(t):
+    return "hbm" if t.buffer not in ("sbuf", "psum") else t.buffer
+
+
+def accumulate(dest, value, op):
+    """Implements ``dest op= value`` in place (PSUM matmul accumulation or element-wise)."""
+    producer_op = getattr(getattr(value, "producer", None), "op", None)
+    if isinstance(value, NkiTensor):
+        _check_shapes(dest, value.shape)
+        vals, valid = value.arr, value.valid
+    else:
+        vals, valid = np.asarray(value, dtype=np.float32), None
+    fn = ops.binary(op)
+    dest.write(fn(dest.arr, vals), valid)
+    is_matmul = producer_op in ("nc_matmul", "matmul") and dest.buffer == "psum" and fn is np.add
+    trace.accumulated(dest, value if isinstance(value, NkiTensor) else None, is_matmul)
+    if not dest.is_root:
+        dest.version = _ACCUMULATED

@@ -1,0 +1,50 @@
+"""neuronxcc-style compile errors raised by the NKI emulator.
+
+The error codes and message texts follow the NKI error reference of the AWS
+Neuron SDK 2.24 (``general/nki/api/nki.errors.rst``), as summarised in
+/work/shared/specs/nki-emulator.md section 4.
+"""
+import os
+import sys
+
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+class NKICompileError(Exception):
+    """A kernel that neuronxcc would refuse.
+
+    Attributes: ``code`` (e.g. ``"err_num_partition_exceed_arch_limit"``),
+    ``message`` (the neuronxcc text), ``filename`` and ``lineno`` of the kernel
+    source line that issued the offending call. ``str(e)`` reads
+    ``"<file>:<line>: error: [<code>] <message>"``.
+    """
+
+    def __init__(self, code, message, filename="<unknown>", lineno=0):
+        self.code = code
+        self.message = message
+        self.filename = filename
+        self.lineno = lineno
+        super().__init__(f"{filename}:{lineno}: error: [{code}] {message}")
+
+
+def _user_frame():
+    """Returns (filename, lineno) of the innermost frame outside nki_emu."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        path = os.path.abspath(frame.f_code.co_filename)
+        if not path.startswith(_PKG_DIR + os.sep):
+            return frame.f_code.co_filename, frame.f_lineno
+        frame = frame.f_back
+    return "<unknown>", 0
+
+
+def fail(code, message):
+    """Raises NKICompileError(code, message) located at the kernel's source line."""
+    filename, lineno = _user_frame()
+    raise NKICompileError(code, message, filename, lineno)
+
+
+def check(condition, code, message):
+    """Calls fail(code, message) unless condition holds."""
+    if not condition:
+        fail(code, message)

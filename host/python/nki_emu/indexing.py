@@ -1,0 +1,440 @@
+"""Index expressions (``nl.arange``, ``nl.mgrid``), masks and index resolution.
+
+An :class:`IndexExpr` is an affine integer expression over an n-D index grid,
+``value[g] = const + sum_a coef[a] * g[a]`` for ``0 <= g[a] < sizes[a]``; it is
+what ``nl.arange(n)[:, None]``, ``128 * i + nl.arange(128)[None, :]`` etc.
+evaluate to (spec 2.2). Comparisons give a :class:`Predicate` (spec 2.3).
+
+:func:`resolve` maps a tensor layout (element offset, shape, element strides
+relative to a root buffer) and an index tuple to a new layout, so that both
+basic and arange ("advanced") indexing produce views without copying; an
+out-of-bound or non-affine index gives a :class:`Gather` (flat element indices
+plus an in-bound mask) instead. Errors are the neuronxcc codes of spec 4.14.
+"""
+import operator
+
+import numpy as np
+
+from .errors import fail
+
+
+def _is_int(x):
+    if isinstance(x, (bool, np.bool_)):
+        return False
+    try:
+        operator.index(x)
+        return True
+    except TypeError:
+        return False
+
+
+class IndexExpr:
+    """Affine index over a grid; see the module docstring.
+
+    ``sizes``/``coefs``: tuples with one entry per grid axis; ``const``: int.
+    """
+
+    __slots__ = ("const", "coefs", "sizes")
+
+    def __init__(self, const, coefs, sizes):
+        self.const = int(const)
+        self.coefs = tuple(int(c) if s > 1 else 0 for c, s in zip(coefs, sizes))
+        self.sizes = tuple(int(s) for s in sizes)
+
+    # --- shape -----------------------------------------------------------
+    @property
+    def ndim(self):
+        return len(self.sizes)
+
+    @property
+    def shape(self):
+        return self.sizes
+
+    def __getitem__(self, key):
+        if not isinstance(key, tuple):
+            key = (key,)
+        axes = [i for i, k in enumerate(key) if isinstance(k, slice)]
+        if len(axes) != self.ndim or any(k is not None and not isinstance(k, slice) for k in key):
+            raise IndexError("index expressions only support [:, None]-style expansion")
+        coefs, sizes = [0] * len(key), [1] * len(key)
+        for src, dst in enumerate(axes):
+            coefs[dst], sizes[dst] = self.coefs[src], self.sizes[src]
+        return IndexExpr(self.const, coefs, sizes)
+
+    # --- arithmetic ------------------------------------------------------
+    def _pad(self, ndim):
+        k = ndim - self.ndim
+        return (0,) * k + self.coefs, (1,) * k + self.sizes
+
+    def _combine(self, other, sign):
+        if _is_int(other):
+            return IndexExpr(self.const + sign * int(other), self.coefs, self.sizes)
+        if isinstance(other, IndexExpr):
+            ndim = max(self.ndim, other.ndim)
+            ca, sa = self._pad(ndim)
+            cb, sb = other._pad(ndim)
+            sizes = []
+            for x, y in zip(sa, sb):
+                if x != y and 1 not in (x, y):
+                    raise ValueError(f"index expressions of shapes {self.sizes} and {other.sizes} do not broadcast")
+                sizes.append(max(x, y))
+            coefs = [a + sign * b for a, b in zip(ca, cb)]
+            return IndexExpr(self.const + sign * other.const, coefs, sizes)
+        return NotImplemented
+
+    def __add__(self, other):
+        if isinstance(other, np.ndarray):
+            return np.asarray(self) + other
+        return self._combine(other, 1)
+
+    __radd__ = __add__
+
+    def __sub__(self, other):
+        if isinstance(other, np.ndarray):
+            return np.asarray(self) - other
+        return self._combine(other, -1)
+
+    def __rsub__(self, other):
+        return (-self)._combine(other, 1)
+
+    def __neg__(self):
+        return IndexExpr(-self.const, [-c for c in self.coefs], self.sizes)
+
+    def __mul__(self, other):
+        if _is_int(other):
+            k = int(other)
+            return IndexExpr(self.const * k, [c * k for c in self.coefs], self.sizes)
+        return np.asarray(self) * np.asarray(other)
+
+    __rmul__ = __mul__
+
+    def __floordiv__(self, other):
+        return np.asarray(self) // np.asarray(other)
+
+    def __mod__(self, other):
+        return np.asarray(self) % np.asarray(other)
+
+    def __array__(self, dtype=None):
+        out = np.full(self.sizes, self.const, dtype=np.int64)
+        for axis, (c, n) in enumerate(zip(self.coefs, self.sizes)):
+            if c:
+                shape = [1] * self.ndim
+                shape[axis] = n
+                out = out + c * np.arange(n).reshape(shape)
+        return out if dtype is None else out.astype(dtype)
+
+    # --- predicates ------------------------------------------------------
+    def _cmp(self, other, op):
+        return Predicate.leaf(self - other, op)
+
+    def __ge__(self, other):
+        return self._cmp(other, ">=")
+
+    def __gt__(self, other):
+        return self._cmp(other, ">")
+
+    def __le__(self, other):
+        return self._cmp(other, "<=")
+
+    def __lt__(self, other):
+        return self._cmp(other, "<")
+
+    def __eq__(self, other):
+        return self._cmp(other, "==")
+
+    def __ne__(self, other):
+        return self._cmp(other, "!=")
+
+    __hash__ = object.__hash__
+
+    def __bool__(self):
+        fail("err_control_flow_condition_depending_on_arange",
+             "Control-flow depending on `nl.arange` or `nl.mgrid` is not supported.")
+
+    def __repr__(self):
+        return f"IndexExpr(const={self.const}, coefs={self.coefs}, sizes={self.sizes})"
+
+
+_OPS = {">=": np.greater_equal, ">": np.greater, "<=": np.less_equal,
+        "<": np.less, "==": np.equal, "!=": np.not_equal}
+
+
+class Predicate:
+    """A mask: comparisons of affine expressions combined with ``&``/``|``/``~``.
+
+    ``kind`` is "leaf" (``expr op 0``), "and", "or" or "not".
+    """
+
+    __slots__ = ("kind", "expr", "op", "parts")
+
+    def __init__(self, kind, expr=None, op=None, parts=()):
+        self.kind, self.expr, self.op, self.parts = kind, expr, op, tuple(parts)
+
+    @staticmethod
+    def leaf(expr, op):
+        if _is_int(expr):
+            expr = IndexExpr(int(expr), (), ())
+        return Predicate("leaf", expr=expr, op=op)
+
+    def __and__(self, other):
+        return Predicate("and", parts=(self, other))
+
+    def __or__(self, other):
+        return Predicate("or", parts=(self, other))
+
+    def __invert__(self):
+        return Predicate("not", parts=(self,))
+
+    def __bool__(self):
+        fail("err_control_flow_condition_depending_on_arange",
+             "Control-flow depending on `nl.arange` or `nl.mgrid` is not supported.")
+
+    def evaluate(self, shape):
+        """Boolean array of ``shape`` (grids aligned to the right, like NumPy)."""
+        if self.kind == "leaf":
+            vals = np.asarray(self.expr)
+            return np.broadcast_to(_OPS[self.op](vals, 0), _right_pad(vals.shape, shape))
+        arrays = [p.evaluate(shape) for p in self.parts]
+        if self.kind == "and":
+            return np.broadcast_to(np.logical_and(*arrays), shape)
+        if self.kind == "or":
+            return np.broadcast_to(np.logical_or(*arrays), shape)
+        return np.broadcast_to(np.logical_not(arrays[0]), shape)
+
+
+def _right_pad(src, shape):
+    return tuple(shape) if len(src) <= len(shape) else src
+
+
+def mask_array(mask, shape):
+    """Returns None (all true) or a boolean array of ``shape`` for a ``mask=`` value."""
+    if mask is None:
+        return None
+    if isinstance(mask, Predicate):
+        arr = np.broadcast_to(mask.evaluate(shape), shape)
+    else:
+        arr = np.broadcast_to(np.asarray(mask, dtype=bool), shape)
+    return None if arr.all() else arr
+
+
+def arange(*args):
+    """``nl.arange([start,] stop[, step])`` -> 1-D IndexExpr."""
+    if len(args) == 1:
+        start, stop, step = 0, args[0], 1
+    elif len(args) == 2:
+        (start, stop), step = args, 1
+    else:
+        start, stop, step = args
+    n = max(0, -(-(int(stop) - int(start)) // int(step)))
+    return IndexExpr(start, (step,), (n,))
+
+
+class _Grid(tuple):
+    """Result of ``nl.mgrid[...]``: unpackable, with ``.p``, ``.x``, ``.y``, ``.z``."""
+
+    @property
+    def p(self):
+        return self[0]
+
+    @property
+    def x(self):
+        return self[1]
+
+    @property
+    def y(self):
+        return self[2]
+
+    @property
+    def z(self):
+        return self[3]
+
+
+class _MGrid:
+    """``nl.mgrid[0:128, 0:512]``: one IndexExpr per axis of a dense grid."""
+
+    def __getitem__(self, key):
+        if not isinstance(key, tuple):
+            key = (key,)
+        sizes, starts, steps = [], [], []
+        for k in key:
+            start, stop, step = k.start or 0, k.stop, k.step or 1
+            starts.append(start)
+            steps.append(step)
+            sizes.append(max(0, -(-(stop - start) // step)))
+        exprs = []
+        for axis in range(len(key)):
+            coefs = [0] * len(key)
+            coefs[axis] = steps[axis]
+            sz = [1] * len(key)
+            sz[axis] = sizes[axis]
+            exprs.append(IndexExpr(starts[axis], coefs, sz))
+        return _Grid(exprs)
+
+
+mgrid = _MGrid()
+
+
+class Layout:
+    """Affine view of a root buffer: element ``offset``, ``shape``, element ``strides``."""
+
+    __slots__ = ("offset", "shape", "strides")
+
+    def __init__(self, offset, shape, strides):
+        self.offset, self.shape, self.strides = offset, tuple(shape), tuple(strides)
+
+    def span(self):
+        """(lowest, highest) root element offset touched."""
+        lo = hi = self.offset
+        for n, s in zip(self.shape, self.strides):
+            if n > 1:
+                if s < 0:
+                    lo += s * (n - 1)
+                else:
+                    hi += s * (n - 1)
+        return lo, hi
+
+
+class Gather:
+    """Non-view access: ``flat`` root element indices (grid shape), ``inb`` in-bound mask or None."""
+
+    __slots__ = ("flat", "inb", "shape", "oob_message")
+
+    def __init__(self, flat, inb, oob_message):
+        self.flat, self.inb, self.shape, self.oob_message = flat, inb, flat.shape, oob_message
+
+
+def _oob_message(name, dim, lo, hi, size):
+    return (f"Out-of-bound access for tensor `{name}` on dimension {dim}: "
+            f"index range [{lo}, {hi}] exceed dimension size of {size}")
+
+
+def resolve(layout, key, name):
+    """Applies index ``key`` to ``layout``; returns a Layout or a Gather.
+
+    Raises NKICompileError for mixing basic and advanced indexing, 1-D arange
+    and static out-of-bound basic indexing. Out-of-bound arange indexing is
+    returned as a Gather carrying the message, so that masked callers can
+    still use it (spec 2.3).
+    """
+    if not isinstance(key, tuple):
+        key = (key,)
+    advanced = any(isinstance(k, (IndexExpr, np.ndarray, list)) for k in key)
+    basic = any(k is None or k is Ellipsis or isinstance(k, slice) for k in key)
+    if advanced and basic:
+        fail("err_unsupported_mixing_basic_advanced_tensor_indexing",
+             "Mixing basic tensor indexing and advanced tensor indexing is not supported.")
+    if advanced:
+        return _advanced(layout, key, name)
+    return _basic(layout, key, name)
+
+
+def _basic(layout, key, name):
+    n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
+    if n_real > len(layout.shape):
+        raise IndexError(f"too many indices for tensor `{name}` of rank {len(layout.shape)}")
+    expanded = []
+    for k in key:
+        if k is Ellipsis:
+            expanded.extend([slice(None)] * (len(layout.shape) - n_real))
+        else:
+            expanded.append(k)
+    while sum(1 for k in expanded if k is not None) < len(layout.shape):
+        expanded.append(slice(None))
+    offset, shape, strides, dim = layout.offset, [], [], 0
+    for k in expanded:
+        if k is None:
+            shape.append(1)
+            strides.append(0)
+            continue
+        n, st = layout.shape[dim], layout.strides[dim]
+        if _is_int(k):
+            i = int(k)
+            if i < 0 or i >= n:
+                fail("err_tensor_access_out_of_bound", _oob_message(name, dim, i, i, n))
+            offset += i * st
+        else:
+            start = 0 if k.start is None else int(k.start)
+            stop = n if k.stop is None else int(k.stop)
+            step = 1 if k.step is None else int(k.step)
+            if start < 0 or stop > n:
+                fail("err_tensor_access_out_of_bound", _oob_message(name, dim, start, stop - 1, n))
+            length = max(0, -(-(stop - start) // step))
+            offset += start * st
+            shape.append(length)
+            strides.append(st * step)
+        dim += 1
+    return Layout(offset, shape, strides)
+
+
+def _advanced(layout, key, name):
+    rank = len(layout.shape)
+    if len(key) > rank:
+        raise IndexError(f"too many indices for tensor `{name}` of rank {rank}")
+    exprs = [k for k in key if isinstance(k, IndexExpr)]
+    if any(e.ndim == 1 for e in exprs) and not any(e.ndim > 1 for e in exprs):
+        fail("err_1d_arange_not_supported", f"indexing tensor `{name}` with 1d arange is not supported")
+    arrays = [np.asarray(k) for k in key if isinstance(k, (np.ndarray, list))]
+    ndim = max([e.ndim for e in exprs] + [a.ndim for a in arrays])
+    grid = [1] * ndim
+    for e in exprs:
+        for axis, n in enumerate(e._pad(ndim)[1]):
+            if n != 1:
+                grid[axis] = n if grid[axis] == 1 else grid[axis]
+    for a in arrays:
+        for axis, n in enumerate((1,) * (ndim - a.ndim) + a.shape):
+            if n != 1:
+                grid[axis] = n
+    if len(key) < rank:
+        if arrays:
+            raise IndexError(f"integer-array index of tensor `{name}` must cover every dimension")
+        extra = layout.shape[len(key):]
+        padded = []
+        for k in key:
+            if isinstance(k, IndexExpr):
+                coefs, sizes = k._pad(ndim)
+                k = IndexExpr(k.const, coefs + (0,) * len(extra), sizes + (1,) * len(extra))
+            padded.append(k)
+        total = ndim + len(extra)
+        for j, n in enumerate(extra):
+            coefs, sizes = [0] * total, [1] * total
+            coefs[ndim + j], sizes[ndim + j] = 1, n
+            padded.append(IndexExpr(0, coefs, sizes))
+        key, grid, ndim = tuple(padded), grid + list(extra), total
+    if arrays:
+        return _gather(layout, key, grid, name)
+    offset, gstrides, oob = layout.offset, [0] * ndim, None
+    for dim, k in enumerate(key):
+        n, st = layout.shape[dim], layout.strides[dim]
+        if _is_int(k):
+            lo = hi = int(k)
+            offset += lo * st
+        else:
+            coefs, sizes = k._pad(ndim)
+            lo = hi = k.const
+            for axis, (c, s) in enumerate(zip(coefs, sizes)):
+                if s > 1 and grid[axis] != s:
+                    raise ValueError(f"index shapes do not broadcast for tensor `{name}`")
+                if c:
+                    span = c * (grid[axis] - 1)
+                    lo, hi = (lo + span, hi) if span < 0 else (lo, hi + span)
+                    gstrides[axis] += c * st
+            offset += k.const * st
+        if (lo < 0 or hi >= n) and oob is None:
+            oob = _oob_message(name, dim, lo, hi, n)
+    if oob is not None:
+        return _gather(layout, key, grid, name, oob)
+    return Layout(offset, grid, gstrides)
+
+
+def _gather(layout, key, grid, name, oob=None):
+    flat = np.full(grid, layout.offset, dtype=np.int64)
+    inb = np.ones(grid, dtype=bool)
+    for dim, k in enumerate(key):
+        idx = np.broadcast_to(np.asarray(k, dtype=np.int64), grid)
+        n = layout.shape[dim]
+        ok = (idx >= 0) & (idx < n)
+        inb &= ok
+        flat = flat + np.clip(idx, 0, n - 1) * layout.strides[dim]
+    if inb.all():
+        return Gather(flat, None, None)
+    return Gather(flat, inb, oob or _oob_message(name, 0, int(flat.min()), int(flat.max()), flat.size))

@@ -1,0 +1,386 @@
+"""``neuronxcc.nki.language`` (legacy NKI "Beta 1") on NumPy.
+
+Semantics per spec section 2.5 (AWS Neuron SDK 2.24 ``nki.language`` docs);
+instruction mapping for the cost model per spec 3.5.
+"""
+import numpy as np
+
+from . import dtypes, ops, runtime, trace
+from .assign import LoopReduceResult
+from .dtypes import (bfloat16, bool_, float8_e4m3, float8_e5m2, float16, float32, int8, int16,  # noqa: F401
+                     int32, tfloat32, uint8, uint16, uint32)
+from .errors import fail
+from .indexing import arange, mask_array, mgrid  # noqa: F401
+from .tensor import HBM_BUFFERS, NkiTensor, par_dim  # noqa: F401
+
+
+class _Buffer:
+    """Memory space marker (``nl.sbuf``, ``nl.psum``, ``nl.shared_hbm``, ...)."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return self.name
+
+
+sbuf, psum = _Buffer("sbuf"), _Buffer("psum")
+shared_hbm, private_hbm, hbm = _Buffer("shared_hbm"), _Buffer("private_hbm"), _Buffer("hbm")
+
+
+class tile_size:
+    """Hardware tile limits [D S3 programming model / isa docs; spec 2.5]."""
+    pmax = 128
+    psum_fmax = 512
+    gemm_stationary_fmax = 128
+    gemm_moving_fmax = 512
+    bn_stats_fmax = 512
+    psum_min_align = 4
+    sbuf_min_align = 1
+    total_available_sbuf_size = 176 * 1024  # bytes per partition on trn1 (192 KiB - 16 KiB reserve)
+
+
+def _buffer_name(buffer):
+    if buffer is None:
+        return "sbuf"
+    return buffer.name if isinstance(buffer, _Buffer) else str(buffer)
+
+
+# --- creation ---------------------------------------------------------------------------
+def ndarray(shape, dtype=np.float32, buffer=None, name="", **_kwargs):
+    """Uninitialised tensor (spec 2.5); NaN-filled when small (spec 2.1 [I])."""
+    return NkiTensor.allocate(shape, dtype, _buffer_name(buffer), name=name)
+
+
+def zeros(shape, dtype=np.float32, buffer=None, name="", **_kwargs):
+    """Zero-filled tensor. ``lazy_initialization`` and other kwargs are accepted and ignored."""
+    return full(shape, 0, dtype, buffer, name)
+
+
+def ones(shape, dtype=np.float32, buffer=None, name="", **_kwargs):
+    return full(shape, 1, dtype, buffer, name)
+
+
+def full(shape, fill_value, dtype=np.float32, buffer=None, name="", **_kwargs):
+    """Filled tensor; HBM tensors with an init value are refused (spec 2.5)."""
+    where = _buffer_name(buffer)
+    if where in HBM_BUFFERS:
+        fail("err_hbm_tensor_with_init_value_not_supported",
+             "Creating HBM tensor with init value is not supported.")
+    return NkiTensor.allocate(shape, dtype, where, name=name, fill=fill_value)
+
+
+def zeros_like(a, dtype=None, buffer=None, name="", **kw):
+    return zeros(a.shape, dtype or a.dtype, buffer, name)
+
+
+def ones_like(a, dtype=None, buffer=None, name="", **kw):
+    return ones(a.shape, dtype or a.dtype, buffer, name)
+
+
+def empty_like(a, dtype=None, buffer=None, name="", **kw):
+    return ndarray(a.shape, dtype or a.dtype, buffer, name)
+
+
+def full_like(a, fill_value, dtype=None, buffer=None, name="", **kw):
+    return full(a.shape, fill_value, dtype or a.dtype, buffer, name)
+
+
+def shared_constant(constant, dtype=None, **_kwargs):
+    """Constant HBM tensor holding ``constant`` (spec 2.5)."""
+    arr = np.array(constant, dtype=dtypes.storage(dtype) if dtype is not None else None)
+    return NkiTensor.allocate(arr.shape, dtype or arr.dtype, "shared_hbm", name="shared_constant",
+                              data=np.ascontiguousarray(arr), immutable=True)
+
+
+# --- loops ------------------------------------------------------------------------------
+def affine_range(*args, **_kwargs):
+    """Parallel loop: yields ints (LoopIndex) like range()."""
+    return runtime.loop_range("affine", args)
+
+
+def sequential_range(*args, **_kwargs):
+    return runtime.loop_range("sequential", args)
+
+
+def static_range(*args, **_kwargs):
+    return runtime.loop_range("static", args)
+
+
+def program_id(axis=0):
+    return 0
+
+
+def num_programs(axes=None):
+    return 1
+
+
+def program_ndim():
+    return 0
+
+
+def device_print(prefix, x, **_kwargs):
+    print(prefix, np.asarray(x))
+
+
+# --- helpers ----------------------------------------------------------------------------
+def _space(t):
+    return "hbm" if t.buffer in HBM_BUFFERS else t.buffer
+
+
+def on_chip(x, param, api):
+    """Checks that tile ``x`` is in SBUF/PSUM (err_unsupported_memory, spec 4.4)."""
+    if isinstance(x, NkiTensor) and x.buffer in HBM_BUFFERS:
+        fail("err_unsupported_memory",
+             f"Expected operand '{param}' of '{api}' to be in address space 'psum|sbuf', "
+             f"but got a tile in '{_space(x)}' instead.")
+    if isinstance(x, NkiTensor) and x.shape and x.shape[0] > tile_size.pmax:
+        fail("err_num_partition_exceed_arch_limit",
+             f"number of partitions {x.shape[0]} exceed architecture limitation of {tile_size.pmax}.")
+    return x
+
+
+def values(x):
+    """NumPy values of a tile or scalar (rank-1 tiles as (P, 1))."""
+    if isinstance(x, NkiTensor):
+        return x.arr
+    return x
+
+
+def free_size(shape):
+    return int(np.prod(shape[1:], dtype=np.int64)) if len(shape) > 1 else 1
+
+
+def _dtype_of(x):
+    return x.dtype if isinstance(x, NkiTensor) else dtypes.scalar_dtype(x)
+
+
+def _result(vals, dtype, buffer="sbuf", mask=None):
+    vals = np.asarray(vals)
+    if vals.ndim == 0:
+        vals = vals.reshape(1, 1)
+    return NkiTensor.fresh(vals, dtype, buffer, valid=mask_array(mask, vals.shape if vals.ndim > 1 else (vals.size, 1)))
+
+
+def _is_tile(x):
+    return isinstance(x, NkiTensor)
+
+
+# --- data movement ----------------------------------------------------------------------
+def load(src, mask=None, dtype=None, **_kwargs):
+    """HBM -> new SBUF tile (DMA), optional cast (spec 2.5)."""
+    if not _is_tile(src) or src.buffer not in HBM_BUFFERS:
+        fail("err_unsupported_memory",
+             f"Expected operand 'src' of 'load' to be in address space 'hbm', but got a tile in "
+             f"'{_space(src) if _is_tile(src) else 'python'}' instead.")
+    shape = src.shape if len(src.shape) > 1 else (src.shape[0], 1)
+    valid = mask_array(mask, shape)
+    src.check_bounds(None if valid is None else valid.reshape(src.shape))
+    vals = np.array(src.arr, copy=True).reshape(shape)
+    out = NkiTensor.fresh(vals, dtype or src.dtype, "sbuf", valid=valid)
+    on_chip(out, "src", "load")
+    trace.dma("load", src, out, out=out)
+    return out
+
+
+def store(dst, value, mask=None, **_kwargs):
+    """SBUF (or PSUM) tile -> HBM (DMA) (spec 2.5)."""
+    if not _is_tile(dst) or dst.buffer not in HBM_BUFFERS:
+        fail("err_unsupported_memory",
+             f"Expected operand 'dst' of 'store' to be in address space 'hbm', but got a tile in "
+             f"'{_space(dst) if _is_tile(dst) else 'python'}' instead.")
+    if _is_tile(value):
+        on_chip(value, "value", "store")
+    vals = values(value)
+    shape = dst.shape
+    valid = mask_array(mask, shape)
+    if _is_tile(value) and value.valid is not None:
+        vv = np.broadcast_to(value.valid, np.shape(vals)).reshape(shape) if value.valid.size == dst.size \
+            else np.broadcast_to(value.valid, shape)
+        valid = vv if valid is None else (valid & vv)
+    vals = np.asarray(vals)
+    if vals.shape != shape and vals.size == dst.size:
+        vals = vals.reshape(shape)
+    dst.write(vals, valid)
+    run = runtime.current()
+    if run is not None and dst.layout is not None:
+        run.check_output_dependency(dst.root, dst.layout)
+    if _is_tile(value):
+        trace.dma("store", value, dst)
+
+
+def copy(src, mask=None, dtype=None, **_kwargs):
+    """Element-wise copy to a new SBUF tile, optional cast (spec 2.5; PSUM eviction)."""
+    on_chip(src, "src", "copy")
+    out = _result(np.array(values(src), copy=True), dtype or src.dtype, mask=mask)
+    trace.compute("tensor_copy", "scalar", [src], out, free_size(out.shape))
+    return out
+
+
+def broadcast_to(src, shape):
+    """NumPy broadcast of a tile to ``shape``; a 1-partition source is broadcast on TensorE (spec 2.5)."""
+    shape = tuple(int(d) for d in shape)
+    vals = np.broadcast_to(values(src), shape)
+    out = NkiTensor.fresh(np.ascontiguousarray(vals), src.dtype, "sbuf")
+    if src.shape[0] == 1 and shape[0] > 1:
+        trace.compute("nc_matmul", "tensor", [src], out, free_size(shape), n_stationary=shape[0],
+                      fp32=True, onezero=True, flops=2 * shape[0] * free_size(shape))
+    else:
+        trace.compute("tensor_copy", "vector", [src], out, free_size(shape))
+    return out
+
+
+def expand_dims(data, axis):
+    return NkiTensor.fresh(np.expand_dims(values(data), axis), data.dtype, data.buffer)
+
+
+def transpose(x, dtype=None, mask=None, **_kwargs):
+    """2-D partition<->free transpose (spec 2.5, 4.10)."""
+    on_chip(x, "x", "transpose")
+    if len(x.shape) != 2:
+        fail("err_exceed_max_supported_dimension",
+             f"parameter 'x[{', '.join(map(str, x.shape))}]' of 'transpose' exceed max supported number of dimensions of 2.")
+    for dim, n in enumerate(x.shape):
+        if n > 128:
+            fail("err_size_of_dimension_exceed_arch_limit",
+                 f"size of dimension {dim} in 'x[{', '.join(map(str, x.shape))}]' of 'transpose' exceed architecture limitation of 128.")
+    out = _result(values(x).T, dtype or x.dtype, "psum", mask)
+    trace.compute("nc_transpose", "tensor", [x], out, x.shape[1], partitions=x.shape[0], fp32=True,
+                  flops=2 * x.shape[0] * x.shape[1] * x.shape[1], transpose=True)
+    return out
+
+
+# --- element-wise -----------------------------------------------------------------------
+def elementwise(op, a, b, dtype=None, mask=None, operator=False, api=None):
+    """Binary element-wise op on tiles/scalars with NumPy broadcasting (spec 2.5)."""
+    api = api or ops.op_name(op)
+    for name, x in (("x", a), ("y", b)):
+        if _is_tile(x):
+            on_chip(x, name, api)
+    va, vb = values(a), values(b)
+    if operator and _is_tile(a) and _is_tile(b) and a.shape[0] != b.shape[0]:
+        fail("err_num_partition_mismatch",
+             f"number of partitions (dimension 0 size of a tile) mismatch in parameters "
+             f"(x[{', '.join(map(str, a.shape))}], y[{', '.join(map(str, b.shape))}]) of '{api}'")
+    fn = ops.binary(op)
+    res = fn(va, vb)
+    out_dtype = dtype or dtypes.promote(_dtype_of(a), _dtype_of(b))
+    out = _result(res, out_dtype, mask=mask)
+    tiles = [x for x in (a, b) if _is_tile(x)]
+    full_tiles = [x for x in tiles if free_size(x.shape) > 1 or free_size(out.shape) == 1]
+    n = free_size(out.shape)
+    if len(full_tiles) >= 2:
+        trace.compute("tensor_tensor", "vector", tiles, out, n, in_psum=any(t.buffer == "psum" for t in tiles))
+    else:
+        trace.compute("tensor_scalar", "vector", tiles, out, n)
+    return out
+
+
+def _binary_api(name):
+    np_fn = ops.BINARY[name]
+
+    def api(x, y, dtype=None, mask=None, **_kwargs):
+        return elementwise(np_fn, x, y, dtype=dtype, mask=mask, api=name)
+
+    api.__name__ = name
+    api.op_name = name
+    api.__doc__ = f"``nl.{name}(x, y, dtype=None, mask=None)``: element-wise {name} (spec 2.5)."
+    return api
+
+
+def _unary_api(name):
+    np_fn = ops.UNARY[name]
+
+    def api(x, dtype=None, mask=None, **_kwargs):
+        on_chip(x, "x", name)
+        vx = values(x)
+        res = np_fn(np.asarray(vx, dtype=np.float32) if np.asarray(vx).dtype != np.float32 else vx)
+        out = _result(res, dtype or _dtype_of(x), mask=mask)
+        trace.compute("activation", "scalar", [x] if _is_tile(x) else [], out, free_size(out.shape))
+        return out
+
+    api.__name__ = name
+    api.op_name = name
+    api.__doc__ = f"``nl.{name}(x, dtype=None, mask=None)``: element-wise {name} on ScalarE (spec 2.5)."
+    return api
+
+
+for _name in ("add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "equal",
+              "not_equal", "greater", "greater_equal", "less", "less_equal", "bitwise_and",
+              "bitwise_or", "bitwise_xor", "logical_and", "logical_or", "logical_xor",
+              "left_shift", "right_shift", "fmod"):
+    globals()[_name] = _binary_api(_name)
+
+for _name in ("exp", "log", "sqrt", "rsqrt", "square", "reciprocal", "sigmoid", "tanh", "relu",
+              "gelu", "gelu_apprx_tanh", "gelu_dx", "silu", "silu_dx", "softplus", "mish", "erf",
+              "erf_dx", "abs", "sign", "sin", "cos", "tan", "arctan", "negative", "ceil", "floor",
+              "trunc"):
+    globals()[_name] = _unary_api(_name)
+
+copy.op_name = "copy"
+identity = _unary_api("identity")
+
+
+# --- reductions -------------------------------------------------------------------------
+def _reduce_api(name):
+    def api(x, axis, dtype=None, mask=None, keepdims=False, **_kwargs):
+        on_chip(x, "x", name)
+        axes = tuple(int(a) for a in (axis if isinstance(axis, (list, tuple)) else [axis]))
+        if 0 in axes:
+            fail("err_reduce_on_partition_axis", f"'{name}' cannot reduce along the partition dimension (axis 0).")
+        vals = values(x)
+        res = ops.REDUCE[name](vals, axis=axes, keepdims=True)
+        if not keepdims:
+            res = res.reshape(res.shape[0], -1) if res.ndim > 1 else res
+        out = _result(res, dtype or x.dtype, mask=mask)
+        trace.compute("tensor_reduce", "vector", [x], out, free_size(x.shape))
+        return out
+
+    api.__name__ = name
+    api.op_name = "add" if name == "sum" else name
+    return api
+
+
+sum = _reduce_api("sum")  # noqa: A001 - NKI API name
+prod = _reduce_api("prod")
+mean = _reduce_api("mean")
+max = _reduce_api("max")  # noqa: A001
+min = _reduce_api("min")  # noqa: A001
+max.op_name, min.op_name = "max", "min"
+
+
+def loop_reduce(x, op, loop_indices, mask=None, dtype=None, **_kwargs):
+    """``dst[...] = nl.loop_reduce(x, op, loop_indices)``: dst = op(x, dst) across the
+    listed loops; the first iteration of all of them initialises dst (spec 2.5 [I])."""
+    on_chip(x, "x", "loop_reduce")
+    valid = mask_array(mask, x.shape)
+    return LoopReduceResult(x, op, loop_indices, valid)
+
+
+# --- matmul -----------------------------------------------------------------------------
+def matmul(x, y, transpose_x=False, mask=None, **_kwargs):
+    """``x @ y`` into PSUM (fp32); without ``transpose_x`` TensorE first transposes x (spec 2.5)."""
+    on_chip(x, "x", "matmul")
+    on_chip(y, "y", "matmul")
+    vx, vy = values(x), values(y)
+    k_x = x.shape[0] if transpose_x else (x.shape[1] if len(x.shape) > 1 else 1)
+    m = x.shape[1] if transpose_x else x.shape[0]
+    if m > 128 or k_x > 128 or y.shape[0] != k_x or free_size(y.shape) > 512:
+        fail("err_matmul_shape",
+             f"nl.matmul expects x[M<=128, K<=128] and y[K<=128, N<=512], got "
+             f"x{list(x.shape)} y{list(y.shape)} (transpose_x={transpose_x})")
+    a = vx if transpose_x else vx.T
+    res = np.matmul(a.astype(np.float32, copy=False), vy.reshape(y.shape[0], -1).astype(np.float32, copy=False))
+    out = _result(res, np.float32, "psum", mask)
+    n_mov = free_size(y.shape)
+    if not transpose_x:
+        xt = NkiTensor.fresh(a, x.dtype, "psum")
+        trace.compute("nc_transpose", "tensor", [x], xt, k_x, partitions=m, fp32=True,
+                      flops=2 * m * k_x * m, transpose=True)
+        xs = NkiTensor.fresh(a, x.dtype, "sbuf")
+        trace.compute("tensor_copy", "scalar", [xt], xs, m)
+        x = xs
+    trace.compute("nc_matmul", "tensor", [x, y], out, n_mov, n_stationary=m, fp32=True,
+                  flops=2 * k_x * m * n_mov)
+    out.producer and setattr(out.producer, "op", "matmul")
+    return out

@@ -1,0 +1,111 @@
+"""Per-run state of the emulator: loop stack, tracer, output-dependency check.
+
+One :class:`Run` is active while a kernel executes (``current()``); API calls
+made outside a run still work (eager NumPy semantics) but are not traced.
+"""
+import sys
+
+from .errors import fail
+
+_STACK = []
+
+
+class Loop:
+    """One instantiation of an ``affine_range``/``sequential_range``/``static_range`` loop."""
+
+    _next = 0
+
+    def __init__(self, kind):
+        Loop._next += 1
+        self.uid = Loop._next
+        self.kind = kind
+        self.iteration = 0
+
+
+class LoopIndex(int):
+    """Loop variable: an int that knows its loop and whether it is the first iteration."""
+
+    __slots__ = ("loop", "first")
+
+
+def make_index(value, loop, first):
+    idx = LoopIndex(value)
+    idx.loop = loop
+    idx.first = first
+    return idx
+
+
+class Run:
+    """State of one kernel execution.
+
+    ``target``: "trn1"/"trn2"; ``tracer``: cost tracer or None (trace=False).
+    """
+
+    def __init__(self, target="trn1", tracer=None):
+        self.target = target
+        self.tracer = tracer
+        self.loops = []
+        self.writes = {}
+
+    def check_output_dependency(self, root, layout):
+        """err_unexpected_output_dependencies: two iterations of an enclosing
+        affine loop (entered after ``root`` was created) write the same region."""
+        relevant = self.loops[root.depth:]
+        if not any(loop.kind == "affine" for loop in relevant):
+            return
+        key = (root.uid, layout.offset, layout.shape, layout.strides)
+        state = tuple((loop.uid, loop.iteration) for loop in relevant)
+        prev = self.writes.get(key)
+        self.writes[key] = state
+        if prev is None or prev == state:
+            return
+        for (uid_a, it_a), (uid_b, it_b), loop in zip(prev, state, relevant):
+            if uid_a != uid_b:
+                return
+            if it_a != it_b:
+                if loop.kind == "affine":
+                    fail("err_unexpected_output_dependencies",
+                         f"Unexpected output dependencies, different iterations of {_loop_name(loop)} "
+                         f"loop write to `{root.name}`")
+                return
+
+
+def _loop_name(loop):
+    frame = sys._getframe(1)
+    while frame is not None:
+        for name, value in frame.f_locals.items():
+            if isinstance(value, LoopIndex) and value.loop is loop:
+                return name
+        frame = frame.f_back
+    return "affine"
+
+
+def current():
+    """The active Run, or None."""
+    return _STACK[-1] if _STACK else None
+
+
+def push(run):
+    _STACK.append(run)
+
+
+def pop():
+    _STACK.pop()
+
+
+def loop_range(kind, args):
+    """Generator behind the nl.*_range functions; yields LoopIndex values."""
+    rng = range(*[int(a) for a in args])
+    run = current()
+    loop = Loop(kind)
+    if run is not None:
+        run.loops.append(loop)
+    try:
+        first = True
+        for value in rng:
+            loop.iteration = value
+            yield make_index(value, loop, first)
+            first = False
+    finally:
+        if run is not None and run.loops and run.loops[-1] is loop:
+            run.loops.pop()

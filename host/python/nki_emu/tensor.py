@@ -1,0 +1,312 @@
+"""HBM, SBUF and PSUM tensors, tiles and views.
+
+A root :class:`NkiTensor` owns one C-contiguous NumPy array of its declared
+shape, block dimensions included (spec 2.1: dims left of ``par_dim`` are
+block dims; the emulator does not size-check them). Indexing returns a view
+tensor that shares the root's memory through an affine :class:`Layout`
+(no copy), or a gather view for out-of-bound / non-affine indices.
+Compute results are fresh SBUF (or PSUM) root tensors.
+"""
+import numpy as np
+
+from . import dtypes, runtime
+from .errors import fail
+from .indexing import Gather, Layout, resolve
+
+HBM_BUFFERS = ("shared_hbm", "private_hbm", "hbm")
+ON_CHIP = ("sbuf", "psum")
+MAX_PARTITIONS = 128  # nl.tile_size.pmax [D S3 programming model]
+NAN_FILL_LIMIT = 64 << 20  # bytes; larger uninitialised tensors are zero-filled lazily
+
+
+class par_dim:
+    """``nl.par_dim(n)``: marks the partition axis inside a shape tuple."""
+
+    def __init__(self, size):
+        self.size = int(size)
+
+    def __index__(self):
+        return self.size
+
+    def __int__(self):
+        return self.size
+
+    def __repr__(self):
+        return f"par_dim({self.size})"
+
+
+def split_shape(shape):
+    """Returns (plain int shape, partition axis) for a shape that may hold a par_dim."""
+    if isinstance(shape, (int, np.integer, par_dim)):
+        shape = (shape,)
+    par_axis = 0
+    out = []
+    for axis, d in enumerate(shape):
+        if isinstance(d, par_dim):
+            par_axis = axis
+        out.append(int(d))
+    return tuple(out), par_axis
+
+
+_UID = [0]
+
+
+class NkiTensor:
+    """A tensor or a view of one.
+
+    ``buffer``: "shared_hbm"/"private_hbm"/"hbm"/"sbuf"/"psum"; ``dtype``: NumPy
+    dtype or dtypes.NkiDType; ``shape``: tuple; ``root``: the owning tensor;
+    ``layout``: Layout of this view in the root (element units) or None when
+    ``gather`` (indexing.Gather) is used. ``producer``: trace record of the
+    instruction that computed a fresh result; ``valid``: boolean mask of the
+    elements a masked instruction produced (None = all).
+    """
+
+    __slots__ = ("root", "layout", "gather", "buffer", "dtype", "name", "par_axis", "immutable",
+                 "producer", "valid", "data", "uid", "depth", "version", "placed", "__weakref__")
+
+    # --- construction ---------------------------------------------------------------
+    @classmethod
+    def allocate(cls, shape, dtype, buffer="sbuf", name="", fill=None, data=None, immutable=False):
+        """New root tensor. ``fill``: None (uninitialised: NaN if small) or a value."""
+        shape, par_axis = split_shape(shape)
+        dtype = dtypes.resolve(dtype if dtype is not None else np.float32)
+        if buffer in ON_CHIP and shape and shape[par_axis] > MAX_PARTITIONS:
+            fail("err_num_partition_exceed_arch_limit",
+                 f"number of partitions {shape[par_axis]} exceed architecture limitation of {MAX_PARTITIONS}.")
+        store = dtypes.storage(dtype)
+        if data is None:
+            nbytes = int(np.prod(shape, dtype=np.int64)) * store.itemsize
+            if fill is None and store.kind == "f" and nbytes <= NAN_FILL_LIMIT:
+                data = np.full(shape, np.nan, dtype=store)
+            elif fill is None or fill == 0:
+                data = np.zeros(shape, dtype=store)
+            else:
+                data = np.full(shape, dtypes.round_to(np.asarray(fill, dtype=store), dtype), dtype=store)
+        t = cls.__new__(cls)
+        t.root, t.data, t.buffer, t.dtype, t.name = t, data, buffer, dtype, name or f"t{_UID[0] + 1}"
+        strides, acc = [], 1
+        for d in reversed(shape):
+            strides.append(acc)
+            acc *= d
+        t.layout = Layout(0, shape, tuple(reversed(strides)))
+        t.gather, t.par_axis, t.immutable = None, par_axis, immutable
+        t.producer, t.valid, t.placed, t.version = None, None, False, 0
+        _UID[0] += 1
+        t.uid = _UID[0]
+        run = runtime.current()
+        t.depth = len(run.loops) if run is not None else 0
+        return t
+
+    @classmethod
+    def fresh(cls, values, dtype, buffer="sbuf", producer=None, valid=None):
+        """Root tensor holding a compute result ``values`` (rank 1 -> (P, 1))."""
+        values = np.asarray(values)
+        if values.ndim == 1:
+            values = values.reshape(-1, 1)
+        dtype = dtypes.resolve(dtype)
+        store = dtypes.storage(dtype)
+        if isinstance(dtype, dtypes.NkiDType):
+            values = dtypes.round_to(values, dtype)
+        values = np.ascontiguousarray(values, dtype=store)
+        t = cls.allocate(values.shape, dtype, buffer, data=values)
+        t.producer, t.valid = producer, valid
+        return t
+
+    def _view(self, layout):
+        v = NkiTensor.__new__(NkiTensor)
+        v.root, v.buffer, v.dtype, v.name = self.root, self.buffer, self.dtype, self.root.name
+        v.par_axis, v.immutable, v.producer, v.valid, v.data = 0, self.root.immutable, None, None, None
+        v.uid, v.depth, v.version, v.placed = self.root.uid, self.root.depth, 0, True
+        if isinstance(layout, Gather):
+            v.layout, v.gather = None, layout
+        else:
+            if len(layout.shape) == 1 and self.buffer in ON_CHIP:
+                layout = Layout(layout.offset, (layout.shape[0], 1), (layout.strides[0], 0))
+            v.layout, v.gather = layout, None
+        return v
+
+    # --- shape/dtype ----------------------------------------------------------------
+    @property
+    def shape(self):
+        return self.layout.shape if self.layout is not None else self.gather.shape
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def itemsize(self):
+        return dtypes.itemsize(self.dtype)
+
+    @property
+    def is_root(self):
+        return self.root is self
+
+    # --- data access ----------------------------------------------------------------
+    @property
+    def arr(self):
+        """Current values as a NumPy array (a view for affine views, a copy for gathers)."""
+        if self.root is self:
+            return self.data
+        if self.layout is not None:
+            lay, data = self.layout, self.root.data
+            size = data.itemsize
+            return np.ndarray(lay.shape, data.dtype, buffer=data, offset=lay.offset * size,
+                              strides=tuple(s * size for s in lay.strides))
+        g, flat = self.gather, self.root.data.reshape(-1)
+        out = flat[g.flat]
+        if g.inb is not None:
+            out = np.where(g.inb, out, 0).astype(flat.dtype)
+        return out
+
+    def __array__(self, dtype=None):
+        a = self.arr
+        return a if dtype is None else a.astype(dtype)
+
+    def check_bounds(self, where):
+        """Raises err_tensor_access_out_of_bound unless ``where`` masks every OOB element."""
+        if self.gather is not None and self.gather.inb is not None:
+            if where is None or np.any(np.broadcast_to(where, self.shape) & ~self.gather.inb):
+                fail("err_tensor_access_out_of_bound", self.gather.oob_message)
+
+    def write(self, values, where=None):
+        """Stores ``values`` (broadcast to self.shape) where ``where`` is true."""
+        if self.root.immutable:
+            fail("err_cannot_update_immutable_parameter", "Cannot update immutable parameter")
+        self.check_bounds(where)
+        if isinstance(self.dtype, dtypes.NkiDType):
+            values = dtypes.round_to(values, self.dtype)
+        values = np.asarray(values)
+        if self.layout is not None:
+            dst = self.arr
+            if values.shape != dst.shape and values.size == dst.size and values.ndim != dst.ndim:
+                values = values.reshape(dst.shape)
+            if where is None:
+                dst[...] = values
+            else:
+                np.copyto(dst, np.broadcast_to(values, dst.shape), where=np.broadcast_to(where, dst.shape))
+        else:
+            g = self.gather
+            sel = np.ones(g.shape, bool) if where is None else np.broadcast_to(where, g.shape).copy()
+            if g.inb is not None:
+                sel &= g.inb
+            flat = self.root.data.reshape(-1)
+            flat[g.flat[sel]] = np.broadcast_to(values, g.shape)[sel]
+        self.root.version += 1
+
+    # --- indexing -------------------------------------------------------------------
+    def __getitem__(self, key):
+        if self.gather is not None:
+            raise IndexError("indexing a gathered (out-of-bound) view is not supported")
+        return self._view(resolve(self.layout, key, self.root.name))
+
+    def __setitem__(self, key, value):
+        from .assign import assign
+        assign(self[key], value)
+
+    def reshape(self, shape):
+        """HBM view with a new shape (no copy); spec 2.2."""
+        shape = tuple(int(d) for d in (shape if isinstance(shape, (tuple, list)) else (shape,)))
+        if int(np.prod(shape)) != self.size:
+            raise ValueError(f"cannot reshape tensor of shape {self.shape} into {shape}")
+        if self.layout is None or not np.asarray(self.arr).flags.c_contiguous:
+            raise ValueError("reshape needs a contiguous tensor")
+        strides, acc = [], 1
+        for d in reversed(shape):
+            strides.append(acc)
+            acc *= d
+        return self._view(Layout(self.layout.offset, shape, tuple(reversed(strides))))
+
+    def broadcast_to(self, shape):
+        from . import language
+        return language.broadcast_to(self, shape)
+
+    def astype(self, dtype):
+        from . import language
+        return language.copy(self, dtype=dtype)
+
+    def expand_dims(self, axis):
+        from . import language
+        return language.expand_dims(self, axis)
+
+    def view(self, dtype):
+        return NkiTensor.fresh(self.arr.view(dtypes.storage(dtype)), dtype, self.buffer)
+
+    # --- operators ------------------------------------------------------------------
+    def _binop(self, other, op, reverse=False):
+        from . import language
+        a, b = (other, self) if reverse else (self, other)
+        return language.elementwise(op, a, b, operator=True)
+
+    def __add__(self, o):
+        return self._binop(o, np.add)
+
+    def __radd__(self, o):
+        return self._binop(o, np.add, True)
+
+    def __sub__(self, o):
+        return self._binop(o, np.subtract)
+
+    def __rsub__(self, o):
+        return self._binop(o, np.subtract, True)
+
+    def __mul__(self, o):
+        return self._binop(o, np.multiply)
+
+    def __rmul__(self, o):
+        return self._binop(o, np.multiply, True)
+
+    def __truediv__(self, o):
+        return self._binop(o, np.divide)
+
+    def __rtruediv__(self, o):
+        return self._binop(o, np.divide, True)
+
+    def __neg__(self):
+        return self._binop(-1.0, np.multiply)
+
+    def _inplace(self, other, op):
+        from .assign import accumulate
+        accumulate(self, other, op)
+        return self
+
+    def __iadd__(self, o):
+        return self._inplace(o, np.add)
+
+    def __isub__(self, o):
+        return self._inplace(o, np.subtract)
+
+    def __imul__(self, o):
+        return self._inplace(o, np.multiply)
+
+    def __itruediv__(self, o):
+        return self._inplace(o, np.divide)
+
+    def __bool__(self):
+        if self.size != 1:
+            fail("err_ambiguous_tensor_truth_value", "Cannot evaluate truth value of a multi-element tensor/array")
+        fail("err_dynamic_control_flow_not_supported", "Control flow depending on tensor values is not supported.")
+
+    def __len__(self):
+        return self.shape[0]
+
+    def __repr__(self):
+        return f"NkiTensor({self.root.name}, shape={self.shape}, dtype={dtypes.name(self.dtype)}, buffer={self.buffer})"
+
+
+def from_numpy(array, name, immutable=True):
+    """Kernel argument: an immutable shared-HBM tensor wrapping ``array`` (no copy if contiguous)."""
+    array = np.ascontiguousarray(array)
+    return NkiTensor.allocate(array.shape, array.dtype, "shared_hbm", name=name, data=array, immutable=immutable)
+
+
+def as_tile(x, what="operand"):
+    """Checks that ``x`` is an on-chip tile and returns it."""
+    if not isinstance(x, NkiTensor):
+        fail("err_failed_to_infer_tile_from_local_tensor", f"Failed to infer tile from tensor '{what}'")
+    return x

@@ -1,0 +1,195 @@
+#include "cli/commands.h"
+
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+
+#include <spdlog/spdlog.h>
+
+#include "core/errors.h"
+#include "core/progress.h"
+#include "core/run_dir.h"
+#include "pipeline/executor.h"
+#include "pipeline/loader.h"
+#include "pipeline/validator.h"
+#include "plugin/registry.h"
+#include "python/interpreter.h"
+
+namespace accelopt::cli {
+namespace {
+
+std::shared_ptr<std::atomic<bool>> g_cancel = std::make_shared<std::atomic<bool>>(false);
+
+extern "C" void OnSigint(int) {
+  if (g_cancel->exchange(true)) std::_Exit(130);  // second Ctrl-C: leave now
+}
+
+void PrintDiagnostics(const ConfigError& error) {
+  for (const auto& d : error.diagnostics()) std::cerr << d.ToString() << "\n";
+}
+
+void LoadRegistry(StageRegistry& registry) {
+  std::vector<std::string> warnings;
+  registry.LoadPlugins(&warnings);
+  for (const auto& warning : warnings) spdlog::warn("plugin skipped: {}", warning);
+}
+
+// Loads and validates; prints diagnostics and returns nullopt on error.
+std::optional<std::pair<Pipeline, ResolvedStages>> Prepare(const std::string& file, const std::vector<std::string>& sets,
+                                                           StageRegistry& registry) {
+  try {
+    Pipeline pipeline = LoadPipeline(file, sets);
+    ResolvedStages stages = ValidatePipeline(pipeline, registry);
+    return std::make_pair(std::move(pipeline), std::move(stages));
+  } catch (const ConfigError& error) {
+    PrintDiagnostics(error);
+    return std::nullopt;
+  }
+}
+
+nlohmann::json Versions() {
+  nlohmann::json versions = {{"accelopt_host", ACCELOPT_VERSION}};
+  if (python::IsInitialized()) {
+    auto info = python::Info();
+    versions["python"] = info.version;
+    versions["python_executable"] = info.executable;
+    versions["numpy"] = info.numpy_version;
+  }
+  versions["lua"] = "5.4";
+  return versions;
+}
+
+}  // namespace
+
+int RunCommand(const RunOptions& options, const std::vector<std::string>& argv) {
+  StageRegistry registry;
+  LoadRegistry(registry);
+  auto prepared = Prepare(options.pipeline, options.sets, registry);
+  if (!prepared) return kExitUsage;
+  auto& [pipeline, stages] = *prepared;
+  try {
+    python::Initialize();
+  } catch (const python::PythonError& error) {
+    std::cerr << "error: cannot start the embedded Python: " << error.what() << "\n";
+    return kExitUsage;
+  }
+  std::optional<RunDirectory> run_dir;
+  try {
+    run_dir = RunDirectory::Create(options.run_dir, pipeline.name);
+  } catch (const std::exception& error) {
+    std::cerr << "error: cannot create the run directory: " << error.what() << "\n";
+    return kExitUsage;
+  }
+  nlohmann::json run_json = {{"pipeline", pipeline.file.string()}, {"name", pipeline.name}, {"argv", argv},
+                             {"versions", Versions()}, {"started_at", UtcNowIso()}, {"status", "running"},
+                             {"run_dir", run_dir->path().string()}};
+  run_dir->WriteText("pipeline.resolved.yaml", pipeline.resolved_yaml);
+  run_dir->WriteJson("run.json", run_json);
+  spdlog::info("run {} → {}", pipeline.name, run_dir->path().string());
+
+  std::signal(SIGINT, OnSigint);
+  std::signal(SIGTERM, OnSigint);
+  Progress progress(::isatty(STDERR_FILENO) && std::getenv("ACCELOPT_NO_PROGRESS") == nullptr);
+  Executor executor(pipeline, stages, *run_dir, progress);
+  executor.SetCancelFlag(g_cancel);
+  if (options.max_parallel > 0) executor.SetParallelCap(options.max_parallel);
+  RunResult result = executor.Run();
+  progress.Clear();
+
+  run_json["status"] = result.status;
+  run_json["finished_at"] = UtcNowIso();
+  run_json["failed_stages"] = result.failed_stages;
+  run_json["failed_items"] = result.failed_items;
+  run_json["stages"] = result.stages;
+  run_dir->WriteJson("run.json", run_json);
+  spdlog::info("run {}: {} ({} failed stages, {} failed items) — {}", pipeline.name, result.status, result.failed_stages,
+               result.failed_items, run_dir->path().string());
+  return result.ExitCode();
+}
+
+int ValidateCommand(const std::string& file, const std::vector<std::string>& sets) {
+  StageRegistry registry;
+  LoadRegistry(registry);
+  auto prepared = Prepare(file, sets, registry);
+  if (!prepared) return kExitUsage;
+  std::cout << file << ": ok (" << prepared->first.stages.size() << " top-level stages)\n";
+  return kExitOk;
+}
+
+int StagesCommand(bool as_json) {
+  StageRegistry registry;
+  LoadRegistry(registry);
+  nlohmann::json listing = nlohmann::json::array();
+  for (const auto& name : registry.NativeNames()) {
+    auto stage = registry.FindNative(name);
+    listing.push_back({{"uses", stage->Uses()}, {"description", stage->Description()}, {"params", stage->Params()},
+                       {"origin", stage->Origin()}});
+  }
+  std::vector<std::filesystem::path> lua_dirs{std::filesystem::path(ACCELOPT_SOURCE_DIR) / "pipelines" / "lua"};
+  if (const char* env = std::getenv("ACCELOPT_LUA_PATH"); env && *env) lua_dirs.emplace_back(env);
+  for (const auto& script : StageRegistry::FindLuaScripts(lua_dirs)) {
+    try {
+      auto stage = registry.LuaStage(script, "lua:" + script.string());
+      listing.push_back({{"uses", "lua:" + script.string()}, {"description", stage->Description()},
+                         {"params", stage->Params()}, {"origin", script.string()}});
+    } catch (const ConfigError& error) {
+      PrintDiagnostics(error);
+    }
+  }
+  if (as_json) {
+    std::cout << listing.dump(2) << "\n";
+    return kExitOk;
+  }
+  for (const auto& stage : listing) {
+    std::cout << stage["uses"].get<std::string>() << "\n    " << stage["description"].get<std::string>() << "\n";
+    for (const auto& [name, param] : stage["params"].items()) {
+      std::string type = param.value("type", "any");
+      std::string flag = param.value("required", false) ? "required" : (param.contains("default") ? "default " + param["default"].dump() : "optional");
+      std::printf("      %-16s %-8s %-18s %s\n", name.c_str(), type.c_str(), flag.c_str(), param.value("doc", "").c_str());
+    }
+  }
+  return kExitOk;
+}
+
+int ProfileCommand(const ProfileOptions& options) {
+  try {
+    python::Initialize();
+  } catch (const python::PythonError& error) {
+    std::cerr << "error: cannot start the embedded Python: " << error.what() << "\n";
+    return kExitUsage;
+  }
+  nlohmann::json request = {{"kernel", std::filesystem::absolute(options.kernel).string()},
+                            {"reference", std::filesystem::absolute(options.reference).string()},
+                            {"backend", options.backend},
+                            {"target", options.target},
+                            {"rel_tol", options.rel_tol}};
+  nlohmann::json result;
+  try {
+    result = python::CallJson("accelopt.profile", "profile_kernel", request);
+  } catch (const python::PythonError& error) {
+    result = {{"compiled", false}, {"correct", false}, {"latency_ms", nullptr}, {"metrics", nlohmann::json::object()},
+              {"error", {{"kind", "host_error"}, {"message", error.what()}, {"traceback", error.traceback()}}}};
+  }
+  if (options.json) {
+    std::cout << result.dump(2) << "\n";
+  } else {
+    std::cout << "kernel:    " << options.kernel << "\n"
+              << "compiled:  " << (result.value("compiled", false) ? "yes" : "no") << "\n"
+              << "correct:   " << (result.value("correct", false) ? "yes" : "no") << "\n";
+    if (result.contains("latency_ms") && result["latency_ms"].is_number()) {
+      std::printf("latency:   %.4f ms%s\n", result["latency_ms"].get<double>(),
+                  result.value("estimated", false) ? " (estimated)" : "");
+    }
+    if (result.contains("error") && result["error"].is_object()) {
+      std::cout << "error:     [" << result["error"].value("kind", "?") << "] " << result["error"].value("message", "") << "\n";
+    }
+    if (result.contains("metrics") && result["metrics"].is_object()) {
+      for (const auto& [key, value] : result["metrics"].items()) std::cout << "  " << key << ": " << value.dump() << "\n";
+    }
+  }
+  return result.value("correct", false) ? kExitOk : kExitFailed;
+}
+
+}  // namespace accelopt::cli

@@ -1,0 +1,38 @@
+// commands.h - the subcommands of accelopt-host (see docs/cli.md).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace accelopt::cli {
+
+/// Exit codes of every command.
+enum ExitCode : int {
+  kExitOk = 0,      // everything succeeded
+  kExitFailed = 1,  // some kernels, items or stages failed (results still written)
+  kExitUsage = 2,   // bad flags, bad pipeline, missing files
+};
+
+struct RunOptions {
+  std::string pipeline;
+  std::vector<std::string> sets;
+  std::string run_dir;
+  int max_parallel = 0;  // 0 = no global cap beyond the stages' own
+};
+int RunCommand(const RunOptions& options, const std::vector<std::string>& argv);
+
+int ValidateCommand(const std::string& pipeline, const std::vector<std::string>& sets);
+
+int StagesCommand(bool as_json);
+
+struct ProfileOptions {
+  std::string kernel;
+  std::string reference;
+  std::string backend = "auto";
+  std::string target = "trn1";
+  double rel_tol = 2e-5;
+  bool json = false;
+};
+int ProfileCommand(const ProfileOptions& options);
+
+}  // namespace accelopt::cli

@@ -1,0 +1,67 @@
+// accelopt-host: runs kernel-optimization pipelines (docs/cli.md).
+#include <csignal>
+#include <cstdlib>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+  std::signal(SIGPIPE, SIG_IGN);  // libcurl and pipes to workers: report EPIPE, don't die
+  auto logger = spdlog::stderr_color_mt("accelopt");
+  spdlog::set_default_logger(logger);
+  spdlog::set_pattern("%H:%M:%S %^%l%$ %v");
+
+  CLI::App app{"accelopt-host: optimize accelerator kernels with LLM agents, through YAML pipelines of native and Lua stages"};
+  app.set_version_flag("--version", std::string("accelopt-host ") + ACCELOPT_VERSION);
+  app.require_subcommand(1);
+  std::string log_level = "info";
+  app.add_option("--log-level", log_level, "trace, debug, info, warn or error")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
+  app.footer("Exit codes: 0 ok, 1 some kernels/stages failed, 2 usage or pipeline error.");
+
+  accelopt::cli::RunOptions run;
+  auto* run_cmd = app.add_subcommand("run", "Run a pipeline");
+  run_cmd->add_option("pipeline", run.pipeline, "Pipeline YAML file")->required();
+  run_cmd->add_option("--set", run.sets, "Override KEY=VALUE (vars.x=1, backend.target=trn2); repeatable");
+  run_cmd->add_option("--run-dir", run.run_dir, "Directory for this run's files (default runs/<timestamp>-<name>)");
+  run_cmd->add_option("--max-parallel", run.max_parallel, "Cap on items in flight in any for_each")->check(CLI::PositiveNumber);
+
+  std::string validate_pipeline;
+  std::vector<std::string> validate_sets;
+  auto* validate_cmd = app.add_subcommand("validate", "Check a pipeline (schema, stages, parameters, Lua syntax) without running it");
+  validate_cmd->add_option("pipeline", validate_pipeline, "Pipeline YAML file")->required();
+  validate_cmd->add_option("--set", validate_sets, "Override KEY=VALUE as for `run`");
+
+  bool stages_json = false;
+  auto* stages_cmd = app.add_subcommand("stages", "List every registered stage (native and Lua) with its parameters");
+  stages_cmd->add_flag("--json", stages_json, "Print JSON instead of text");
+
+  accelopt::cli::ProfileOptions profile;
+  auto* profile_cmd = app.add_subcommand("profile", "Profile one NKI kernel against a NumPy reference");
+  profile_cmd->add_option("kernel", profile.kernel, "Kernel file exposing `kernel` (or `optimized_kernel`)")->required()->check(CLI::ExistingFile);
+  profile_cmd->add_option("--reference", profile.reference, "Reference module (get_inputs, forward, transform_*)")->required()->check(CLI::ExistingFile);
+  profile_cmd->add_option("--backend", profile.backend, "emulator, neuron or auto (neuron if neuronxcc is importable)")
+      ->check(CLI::IsMember({"auto", "emulator", "neuron"}));
+  profile_cmd->add_option("--target", profile.target, "trn1 or trn2")->check(CLI::IsMember({"trn1", "trn2"}));
+  profile_cmd->add_option("--rel-tol", profile.rel_tol, "Relative L2 tolerance (default 2e-5)")->check(CLI::PositiveNumber);
+  profile_cmd->add_flag("--json", profile.json, "Print one JSON object");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    int code = app.exit(error);
+    return code == 0 ? 0 : accelopt::cli::kExitUsage;
+  }
+  spdlog::set_level(spdlog::level::from_str(log_level));
+
+  std::vector<std::string> args(argv, argv + argc);
+  if (*run_cmd) return accelopt::cli::RunCommand(run, args);
+  if (*validate_cmd) return accelopt::cli::ValidateCommand(validate_pipeline, validate_sets);
+  if (*stages_cmd) return accelopt::cli::StagesCommand(stages_json);
+  if (*profile_cmd) return accelopt::cli::ProfileCommand(profile);
+  return accelopt::cli::kExitUsage;
+}

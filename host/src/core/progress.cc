@@ -1,0 +1,62 @@
+#include "core/progress.h"
+
+#include <cstdio>
+
+#include <spdlog/spdlog.h>
+
+namespace accelopt {
+namespace {
+
+std::string Elapsed(std::chrono::steady_clock::time_point start) {
+  auto seconds = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start).count();
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "%02lld:%02lld", static_cast<long long>(seconds / 60),
+                static_cast<long long>(seconds % 60));
+  return buffer;
+}
+
+}  // namespace
+
+Progress::Progress(bool live) : live_(live), start_(std::chrono::steady_clock::now()) {}
+
+Progress::~Progress() { Clear(); }
+
+void Progress::Draw(const std::string& line) {
+  std::fprintf(stderr, "\r\033[K%s", line.c_str());
+  std::fflush(stderr);
+  line_shown_ = true;
+}
+
+void Progress::Clear() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (live_ && line_shown_) {
+    std::fprintf(stderr, "\r\033[K");
+    std::fflush(stderr);
+    line_shown_ = false;
+  }
+}
+
+void Progress::StageStarted(const std::string& stage_id, int64_t total_items) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::string items = total_items > 0 ? " (" + std::to_string(total_items) + " items)" : "";
+  if (live_) Draw("[" + stage_id + "] running" + items + "  " + Elapsed(start_));
+  else spdlog::info("stage {} started{}", stage_id, items);
+}
+
+void Progress::Item(const std::string& stage_id, int64_t done, int64_t total, const std::string& label) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::string text = "[" + stage_id + "] " + std::to_string(done) + "/" + std::to_string(total) + (label.empty() ? "" : "  " + label);
+  if (live_) Draw(text + "  " + Elapsed(start_));
+  else spdlog::info("{}", text);
+}
+
+void Progress::StageFinished(const std::string& stage_id, const std::string& status, double seconds) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (live_ && line_shown_) {
+    std::fprintf(stderr, "\r\033[K");
+    line_shown_ = false;
+  }
+  spdlog::info("stage {} {} in {:.2f}s", stage_id, status, seconds);
+}
+
+}  // namespace accelopt

@@ -1,0 +1,87 @@
+// llm/endpoint_config.h - one named OpenAI-compatible endpoint of a pipeline's
+// `llm:` block, parsed from JSON (the YAML block converted to JSON), with
+// environment overrides applied.
+//
+//   llm:
+//     default: {base_url: "http://127.0.0.1:8000/v1", model: "gpt-oss-120b",
+//               api_key_env: OPENAI_API_KEY, max_concurrency: 4, timeout: 180s,
+//               max_retries: 4, temperature: 0.7, max_tokens: 4096,
+//               price_per_mtok_in: 0.15, price_per_mtok_out: 0.6}
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace accelopt::llm {
+
+/// Looks up an environment variable; std::nullopt when unset. Injected so tests
+/// need not touch the process environment.
+using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
+
+/// An EnvLookup reading the process environment (getenv). Empty values count as unset.
+EnvLookup ProcessEnv();
+
+/// A fully resolved endpoint. Durations are milliseconds, prices USD per million tokens.
+struct EndpointConfig {
+  std::string name;                    ///< Key in the `llm:` block, e.g. "default".
+  std::string base_url;                ///< Without trailing '/'; requests go to base_url + "/chat/completions".
+  std::string model;                   ///< Value of the request's "model" field.
+  std::string api_key_env;             ///< Env var the key came from (empty: none configured).
+  std::string api_key;                 ///< The resolved secret; never logged or written. Empty: no Authorization header.
+  std::string api_key_source;          ///< Which env var supplied api_key (for diagnostics; never the value).
+  int max_concurrency = 4;             ///< Worker threads (= simultaneous requests) of the live client.
+  int64_t timeout_ms = 180000;         ///< Per-attempt total transfer timeout.
+  int64_t connect_timeout_ms = 5000;   ///< Per-attempt connect timeout (capped at timeout_ms).
+  int max_retries = 2;                 ///< Retries after the first attempt (attempts = max_retries + 1).
+  int64_t initial_retry_delay_ms = 500;   ///< Backoff before the first retry (doubles each retry).
+  int64_t max_retry_delay_ms = 8000;      ///< Cap of the exponential backoff.
+  std::optional<double> temperature;   ///< Default sampling temperature (a request's own value wins).
+  std::optional<int> max_tokens;       ///< Default completion budget in tokens (a request's own value wins).
+  double price_per_mtok_in = 0.0;      ///< USD per 1e6 prompt tokens (cost estimates).
+  double price_per_mtok_out = 0.0;     ///< USD per 1e6 completion tokens (cost estimates).
+  nlohmann::json extra = nlohmann::json::object();  ///< Extra body fields sent with every request (e.g. reasoning_effort).
+
+  /// base_url + "/chat/completions".
+  std::string ChatCompletionsUrl() const { return base_url + "/chat/completions"; }
+
+  /// The configuration as JSON for logs and run metadata: every field except the key
+  /// (only `api_key_set: bool` and `api_key_source` are reported).
+  nlohmann::json ToRedactedJson() const;
+};
+
+/// Parses a duration: a JSON number of seconds (may be fractional), or a string of
+/// number+unit groups ("500ms", "30s", "2m", "1h", "1m30s"; a bare "30" means seconds).
+/// Returns milliseconds. Throws LlmError{llm_config} naming `field` when invalid or <= 0.
+int64_t ParseDurationMs(const nlohmann::json& value, const std::string& field);
+
+/// Parses one endpoint of the `llm:` block.
+///
+/// Environment overrides (per-endpoint names win over global ones; NAME is the endpoint
+/// name upper-cased with non-alphanumerics as '_'):
+///   ACCELOPT_LLM_<NAME>_BASE_URL, ACCELOPT_LLM_BASE_URL  -> base_url
+///   ACCELOPT_LLM_<NAME>_MODEL,    ACCELOPT_LLM_MODEL     -> model
+///   ACCELOPT_LLM_<NAME>_API_KEY,  ACCELOPT_LLM_API_KEY   -> api_key
+/// Otherwise the key comes from $api_key_env when configured, else from OPENAI_API_KEY
+/// (never from OPENAI_API_KEY when another api_key_env is configured, so a key is not
+/// sent to a server it was not meant for).
+///
+/// Throws LlmError{llm_config} whose message names the field ("llm.<name>.<field>: ..."),
+/// for unknown fields (with a did-you-mean hint), wrong types, out-of-range values, and a
+/// missing base_url or model (after overrides). A configured api_key_env that is unset is
+/// NOT an error here (replay needs no key); see RequireApiKey.
+EndpointConfig ParseEndpoint(const std::string& name, const nlohmann::json& spec, const EnvLookup& env);
+
+/// Throws LlmError{llm_config} when the endpoint names an api_key_env that is unset
+/// (called before live use; replay skips it).
+void RequireApiKey(const EndpointConfig& config);
+
+/// Replaces every occurrence of `secret` in `text` by "[REDACTED]" (no-op for secrets
+/// shorter than 4 characters, which would only mangle text).
+std::string RedactSecret(std::string text, std::string_view secret);
+
+}  // namespace accelopt::llm

@@ -1,0 +1,355 @@
+// lua/expression.cc - `${{ }}` expressions: builtins, lazy context globals,
+// evaluation and syntax checking.
+#include "lua/expression.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "lua/convert.h"
+#include "lua/internal.h"
+
+namespace accelopt::lua {
+
+using detail::Context;
+using detail::Trampoline;
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kChunkName = "expression";
+
+/// The JSON behind a lazy view at `index`, or null.
+const json* ViewAt(lua_State* L, int index, Context& ctx) {
+  if (lua_type(L, index) != LUA_TUSERDATA || !lua_getmetatable(L, index)) return nullptr;
+  const void* mt = lua_topointer(L, -1);
+  lua_pop(L, 1);
+  if (mt != ctx.view_object_mt && mt != ctx.view_array_mt) return nullptr;
+  return *static_cast<const json* const*>(lua_touserdata(L, index));
+}
+
+bool IsMarkedObject(lua_State* L, int index, Context& ctx) {
+  if (!lua_getmetatable(L, index)) return false;
+  bool is_object = lua_topointer(L, -1) == ctx.object_mt;
+  lua_pop(L, 1);
+  return is_object;
+}
+
+std::string Status(Context& ctx) {
+  const json* context = ctx.expression_context;
+  if (context != nullptr && context->is_object()) {
+    auto it = context->find("__status");
+    if (it != context->end() && it->is_string()) return it->get<std::string>();
+  }
+  return "success";
+}
+
+// len(x): bytes of a string, elements of an array, members of an object
+int Len(lua_State* L, Context& ctx) {
+  switch (lua_type(L, 1)) {
+    case LUA_TSTRING:
+      lua_pushinteger(L, static_cast<lua_Integer>(lua_rawlen(L, 1)));
+      return 1;
+    case LUA_TTABLE: {
+      lua_Integer n = 0;
+      lua_pushnil(L);
+      while (lua_next(L, 1) != 0) {
+        lua_pop(L, 1);
+        ++n;
+      }
+      lua_pushinteger(L, n);
+      return 1;
+    }
+    default:
+      if (const json* j = ViewAt(L, 1, ctx)) {
+        lua_pushinteger(L, static_cast<lua_Integer>(j->size()));
+        return 1;
+      }
+      return luaL_typeerror(L, 1, "string, array or object");
+  }
+}
+
+// contains(haystack, needle): substring, array element, or object key
+int Contains(lua_State* L, Context& ctx) {
+  luaL_checkany(L, 2);
+  if (lua_type(L, 1) == LUA_TSTRING) {
+    size_t hn = 0, nn = 0;
+    const char* hay = lua_tolstring(L, 1, &hn);
+    const char* needle = luaL_checklstring(L, 2, &nn);
+    lua_pushboolean(L, std::string_view(hay, hn).find(std::string_view(needle, nn)) != std::string_view::npos);
+    return 1;
+  }
+  if (const json* j = ViewAt(L, 1, ctx)) {
+    if (j->is_object()) {
+      lua_pushboolean(L, lua_type(L, 2) == LUA_TSTRING && j->contains(lua_tostring(L, 2)));
+      return 1;
+    }
+    json needle = ToJson(L, 2, "needle");
+    lua_pushboolean(L, std::find(j->begin(), j->end(), needle) != j->end());
+    return 1;
+  }
+  if (lua_type(L, 1) == LUA_TTABLE) {
+    if (IsMarkedObject(L, 1, ctx)) {
+      lua_pushvalue(L, 2);
+      lua_pushboolean(L, lua_rawget(L, 1) != LUA_TNIL);
+      return 1;
+    }
+    lua_Integer n = static_cast<lua_Integer>(lua_rawlen(L, 1));
+    for (lua_Integer i = 1; i <= n; ++i) {
+      lua_rawgeti(L, 1, i);
+      bool equal = lua_compare(L, -1, 2, LUA_OPEQ) != 0;
+      lua_pop(L, 1);
+      if (equal) {
+        lua_pushboolean(L, 1);
+        return 1;
+      }
+    }
+    lua_pushboolean(L, 0);
+    return 1;
+  }
+  return luaL_typeerror(L, 1, "string, array or object");
+}
+
+// join(list [, sep=","]): tostring of each element, joined
+int Join(lua_State* L, Context& ctx) {
+  const char* sep = luaL_optstring(L, 2, ",");
+  const json* j = ViewAt(L, 1, ctx);
+  if (j != nullptr ? !j->is_array() : lua_type(L, 1) != LUA_TTABLE) return luaL_typeerror(L, 1, "array");
+  lua_settop(L, 1);
+  lua_Integer n = luaL_len(L, 1);
+  std::string out;
+  for (lua_Integer i = 1; i <= n; ++i) {
+    lua_geti(L, 1, i);
+    size_t len = 0;
+    const char* s = luaL_tolstring(L, -1, &len);
+    if (i > 1) out += sep;
+    out.append(s, len);
+    lua_pop(L, 2);
+  }
+  lua_pushlstring(L, out.data(), out.size());
+  return 1;
+}
+
+// keys(object): sorted array of its keys
+int Keys(lua_State* L, Context& ctx) {
+  std::vector<std::string> keys;
+  if (const json* j = ViewAt(L, 1, ctx)) {
+    if (!j->is_object()) return luaL_typeerror(L, 1, "object");
+    for (const auto& [key, value] : j->items()) keys.push_back(key);
+  } else {
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lua_pushnil(L);
+    while (lua_next(L, 1) != 0) {
+      lua_pop(L, 1);
+      if (lua_type(L, -1) == LUA_TSTRING) {
+        size_t n = 0;
+        const char* k = lua_tolstring(L, -1, &n);
+        keys.emplace_back(k, n);
+      }
+    }
+    std::sort(keys.begin(), keys.end());
+  }
+  lua_createtable(L, static_cast<int>(keys.size()), 0);
+  lua_Integer i = 1;
+  for (const auto& key : keys) {
+    lua_pushlstring(L, key.data(), key.size());
+    lua_rawseti(L, -2, i++);
+  }
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &detail::kArrayMtKey);
+  lua_setmetatable(L, -2);
+  return 1;
+}
+
+// tojson(value [, indent]) -> string
+int ToJsonText(lua_State* L, Context&) {
+  lua_Integer indent = luaL_optinteger(L, 2, -1);
+  luaL_argcheck(L, indent >= -1 && indent <= 16, 2, "indent must be -1..16");
+  std::string text = ToJson(L, 1, "value").dump(static_cast<int>(indent));
+  lua_pushlstring(L, text.data(), text.size());
+  return 1;
+}
+
+// fromjson(text) -> value
+int FromJsonText(lua_State* L, Context&) {
+  size_t n = 0;
+  const char* text = luaL_checklstring(L, 1, &n);
+  json value;
+  try {
+    value = json::parse(text, text + n);
+  } catch (const json::exception& e) {
+    throw std::runtime_error(std::string("fromjson: ") + e.what());
+  }
+  PushJson(L, value);
+  return 1;
+}
+
+int Always(lua_State* L, Context&) {
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+template <const char* kStatus>
+int StatusIs(lua_State* L, Context& ctx) {
+  lua_pushboolean(L, Status(ctx) == kStatus);
+  return 1;
+}
+constexpr char kSuccess[] = "success";
+constexpr char kFailure[] = "failure";
+constexpr char kCancelled[] = "cancelled";
+
+/// __index of the expression _ENV (upvalue 1: builtins table). Context keys
+/// win over builtins; unknown names are errors.
+int GlobalIndex(lua_State* L, Context& ctx) {
+  const json* context = ctx.expression_context;
+  if (lua_type(L, 2) == LUA_TSTRING) {
+    size_t n = 0;
+    const char* name = lua_tolstring(L, 2, &n);
+    std::string key(name, n);
+    if (context != nullptr && context->is_object() && key.rfind("__", 0) != 0) {
+      auto it = context->find(key);
+      if (it != context->end()) {
+        PushJsonView(L, *it);
+        return 1;
+      }
+    }
+  }
+  lua_pushvalue(L, 2);
+  if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
+  lua_pop(L, 1);
+  std::string known;
+  if (context != nullptr && context->is_object()) {
+    for (const auto& [key, value] : context->items()) {
+      if (key.rfind("__", 0) == 0) continue;
+      known += known.empty() ? "" : ", ";
+      known += key;
+    }
+  }
+  const char* name = lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : "?";
+  return luaL_error(L, "unknown name '%s' (the context has: %s)", name, known.empty() ? "nothing" : known.c_str());
+}
+
+/// Driver: stack: ud, chunk -> result
+int RunExpression(lua_State* L, Context&) {
+  lua_pushvalue(L, 2);
+  lua_call(L, 0, 1);
+  return 1;
+}
+
+std::string_view Trim(std::string_view s) {
+  size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string_view::npos) return {};
+  size_t e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+/// Drops "expression:1: " prefixes; "expression:N: " becomes "line N: ".
+std::string StripChunkPrefix(std::string message) {
+  const std::string prefix = std::string(kChunkName) + ":";
+  size_t pos = 0;
+  while ((pos = message.find(prefix, pos)) != std::string::npos) {
+    size_t end = pos + prefix.size();
+    size_t digits = end;
+    while (digits < message.size() && message[digits] >= '0' && message[digits] <= '9') ++digits;
+    if (digits == end || digits + 1 >= message.size() || message.compare(digits, 2, ": ") != 0) {
+      pos = end;
+      continue;
+    }
+    std::string line = message.substr(end, digits - end);
+    std::string replacement = line == "1" ? "" : "line " + line + ": ";
+    message.replace(pos, digits + 2 - pos, replacement);
+    pos += replacement.size();
+  }
+  return message;
+}
+
+std::string Quote(std::string_view expression) { return "expression `" + std::string(Trim(expression)) + "`"; }
+
+/// The compiler's message for `source`, or nullopt if it compiles.
+std::optional<std::string> CompileError(const std::string& source) {
+  Sandbox sandbox(kChunkName, kExpressionLimits, nullptr);
+  lua_State* L = sandbox.state();
+  std::string chunkname = std::string("=") + kChunkName;
+  int status = luaL_loadbufferx(L, source.data(), source.size(), chunkname.c_str(), "t");
+  if (status == LUA_OK) return std::nullopt;
+  std::string message = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "cannot compile";
+  lua_pop(L, 1);
+  return StripChunkPrefix(message);
+}
+
+}  // namespace
+
+namespace detail {
+
+void PushExpressionEnv(lua_State* L, Context&) {
+  lua_newtable(L);  // builtins
+  int builtins = lua_gettop(L);
+  static const char* const kBase[] = {"tostring", "tonumber", "type", "pairs", "ipairs", "select", nullptr};
+  lua_pushglobaltable(L);
+  CopyFields(L, -1, builtins, kBase);
+  lua_pop(L, 1);
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+  static const char* const kLibs[] = {LUA_STRLIBNAME, LUA_MATHLIBNAME, LUA_UTF8LIBNAME, LUA_TABLIBNAME, nullptr};
+  CopyFields(L, -1, builtins, kLibs);
+  lua_pop(L, 1);
+  static const luaL_Reg kFunctions[] = {{"len", Trampoline<Len>},
+                                        {"contains", Trampoline<Contains>},
+                                        {"join", Trampoline<Join>},
+                                        {"keys", Trampoline<Keys>},
+                                        {"tojson", Trampoline<ToJsonText>},
+                                        {"fromjson", Trampoline<FromJsonText>},
+                                        {"always", Trampoline<Always>},
+                                        {"success", Trampoline<StatusIs<kSuccess>>},
+                                        {"failure", Trampoline<StatusIs<kFailure>>},
+                                        {"cancelled", Trampoline<StatusIs<kCancelled>>},
+                                        {nullptr, nullptr}};
+  luaL_setfuncs(L, kFunctions, 0);
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &kNullKey);
+  lua_setfield(L, builtins, "null");
+
+  lua_newtable(L);  // the _ENV proxy
+  lua_createtable(L, 0, 3);
+  lua_pushvalue(L, builtins);
+  lua_pushcclosure(L, Trampoline<GlobalIndex>, 1);
+  lua_setfield(L, -2, "__index");
+  lua_pushcfunction(L, ReadOnlyNewIndex);
+  lua_setfield(L, -2, "__newindex");
+  lua_pushliteral(L, "globals");
+  lua_setfield(L, -2, "__metatable");
+  lua_setmetatable(L, -2);
+  lua_remove(L, builtins);
+}
+
+}  // namespace detail
+
+std::optional<std::string> CheckExpressionSyntax(std::string_view expression) {
+  if (Trim(expression).empty()) return std::string("empty expression");
+  // "\n)" so that a trailing `--` comment cannot swallow the parenthesis.
+  if (!CompileError("return (" + std::string(expression) + "\n)")) return std::nullopt;
+  // Compile without the parentheses for a message that matches what the
+  // author wrote (no phantom ')').
+  if (auto message = CompileError("return " + std::string(expression))) return message;
+  return std::string("not a single expression");
+}
+
+json EvaluateExpression(std::string_view expression, const json& context, const Limits& limits) {
+  if (Trim(expression).empty()) throw LuaError("syntax_error", "empty expression");
+  Sandbox sandbox(kChunkName, limits, nullptr);
+  lua_State* L = sandbox.state();
+  try {
+    sandbox.OpenExpressionEnv(context);
+    try {
+      // "\n)" so that a trailing `--` comment cannot swallow the parenthesis.
+      sandbox.LoadChunk("return (" + std::string(expression) + "\n)");
+    } catch (const LuaError& e) {
+      if (e.kind != "syntax_error") throw;
+      std::string problem = CheckExpressionSyntax(expression).value_or(StripChunkPrefix(e.what()));
+      throw LuaError("syntax_error", problem);
+    }
+    sandbox.Call(Trampoline<RunExpression>, nullptr, 1, 1);
+    return ToJson(L, -1, "result");
+  } catch (const LuaError& e) {
+    throw LuaError(e.kind, Quote(expression) + ": " + StripChunkPrefix(e.what()), "", e.traceback, e.details);
+  }
+}
+
+}  // namespace accelopt::lua

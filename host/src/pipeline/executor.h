@@ -1,0 +1,74 @@
+// executor.h - runs a validated pipeline.
+//
+// Stages run in file order. Each runnable stage gets its directory
+// (inputs.json, outputs.json, status.json, log.txt), its `with` resolved
+// against the expression context, optional retries and a timeout. A
+// `for_each` stage fans out over a list with up to `max_parallel` items at
+// once; a `loop` group repeats its stages until `until` holds or
+// `max_iterations` is reached, threading `carry` state between iterations.
+// A failed stage with `on_failure: continue` (or a failed item) is recorded
+// and the run goes on; otherwise later stages are skipped unless their `if`
+// asks for failure()/always(). Finished results are on disk as soon as each
+// stage (or item) ends.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/progress.h"
+#include "core/run_dir.h"
+#include "pipeline/model.h"
+#include "pipeline/validator.h"
+
+namespace accelopt {
+
+/// Outcome of a whole run.
+struct RunResult {
+  std::string status = "succeeded";  // succeeded | failed | interrupted
+  int failed_stages = 0;
+  int failed_items = 0;
+  nlohmann::json stages = nlohmann::json::object();  // id -> {status, outputs, error}
+  /// 0 = everything ok; 1 = some stage or item failed (or interrupted).
+  int ExitCode() const { return (status == "succeeded" && failed_stages == 0 && failed_items == 0) ? 0 : 1; }
+};
+
+class Executor {
+ public:
+  Executor(const Pipeline& pipeline, const ResolvedStages& stages, const RunDirectory& run_dir, Progress& progress);
+
+  /// Ctrl-C flag shared with the signal handler; when set, no new stage or
+  /// item starts, running ones see `cancelled`, and the run is "interrupted".
+  void SetCancelFlag(std::shared_ptr<std::atomic<bool>> cancelled) { cancelled_ = std::move(cancelled); }
+
+  /// Maximum items in flight across a for_each, whatever max_parallel says.
+  void SetParallelCap(int cap) { parallel_cap_ = cap; }
+
+  RunResult Run();
+
+ private:
+  struct Scope;
+  struct StageRecord;
+  bool RunList(const std::vector<StageSpec>& list, const std::filesystem::path& dir, Scope& scope);
+  StageRecord RunStage(const StageSpec& spec, const std::filesystem::path& dir, Scope& scope);
+  StageRecord RunLoop(const StageSpec& spec, const std::filesystem::path& dir, Scope& scope);
+  StageRecord RunForEach(const StageSpec& spec, const std::filesystem::path& dir, const nlohmann::json& context);
+  nlohmann::json Invoke(const StageSpec& spec, const std::filesystem::path& dir, const nlohmann::json& context,
+                        const std::string& label, int* attempts);
+  bool Cancelled() const { return cancelled_ && cancelled_->load(); }
+
+  const Pipeline& pipeline_;
+  const ResolvedStages& stages_;
+  const RunDirectory& run_dir_;
+  Progress& progress_;
+  std::shared_ptr<std::atomic<bool>> cancelled_;
+  int parallel_cap_ = 64;
+  bool failed_ = false;
+  RunResult result_;
+  std::mutex result_mutex_;
+};
+
+}  // namespace accelopt

@@ -1,0 +1,151 @@
+#include "python/interpreter.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+
+#include <pybind11/embed.h>
+#include <spdlog/spdlog.h>
+
+namespace py = pybind11;
+
+// sys.stdout / sys.stderr replacement: whole lines go to spdlog.
+PYBIND11_EMBEDDED_MODULE(_accelopt_host, m) {
+  struct LogWriter {
+    int level;
+    std::string pending;
+    void Write(const std::string& text) {
+      pending += text;
+      size_t newline;
+      while ((newline = pending.find('\n')) != std::string::npos) {
+        spdlog::log(static_cast<spdlog::level::level_enum>(level), "[py] {}", pending.substr(0, newline));
+        pending.erase(0, newline + 1);
+      }
+    }
+  };
+  py::class_<LogWriter>(m, "LogWriter")
+      .def(py::init([](int level) { return LogWriter{level, {}}; }))
+      .def("write", [](LogWriter& self, const std::string& text) { self.Write(text); return text.size(); })
+      .def("flush", [](LogWriter& self) {
+        if (!self.pending.empty()) self.Write("\n");
+      })
+      .def("isatty", [](LogWriter&) { return false; })
+      .def_property_readonly("encoding", [](LogWriter&) { return "utf-8"; });
+}
+
+namespace accelopt::python {
+namespace {
+
+std::once_flag g_init_once;
+bool g_initialized = false;
+
+// Formats the pending Python exception; must run with the GIL held.
+PythonError ConvertError(py::error_already_set& error) {
+  std::string type = "Exception";
+  std::string message = error.what();
+  std::string traceback;
+  try {
+    type = py::str(error.type().attr("__name__"));
+    message = py::str(error.value());
+    py::object format = py::module_::import("traceback").attr("format_exception");
+    py::list lines = format(error.type(), error.value(), error.trace());
+    for (auto line : lines) traceback += py::str(line).cast<std::string>();
+  } catch (...) {
+    // Keep what we have; formatting a traceback must never mask the error.
+  }
+  return PythonError(type, message, traceback);
+}
+
+}  // namespace
+
+PythonError::PythonError(std::string type, const std::string& message, std::string traceback)
+    : std::runtime_error(type + ": " + message), type_(std::move(type)), traceback_(std::move(traceback)) {}
+
+nlohmann::json PythonError::ToJson() const {
+  return {{"kind", "python_error"}, {"type", type_}, {"message", what()}, {"traceback", traceback_}};
+}
+
+std::string HostPythonDir() {
+  if (const char* env = std::getenv("ACCELOPT_PYTHON_PATH"); env && *env) return env;
+  return ACCELOPT_PYTHON_DIR;
+}
+
+void Initialize(const std::vector<std::string>& extra_paths) {
+  std::call_once(g_init_once, [&] {
+    PyConfig config;
+    PyConfig_InitIsolatedConfig(&config);
+    config.install_signal_handlers = 0;  // the host owns SIGINT/SIGTERM
+    config.write_bytecode = 0;
+    // Without this, sys.executable resolves through PATH to a pyenv shim.
+    PyConfig_SetBytesString(&config, &config.executable, ACCEL_PYTHON_EXECUTABLE);
+    // Never destroyed: finalising would break a later NumPy import.
+    new py::scoped_interpreter(&config, 0, nullptr, false);
+    {
+      py::module_ sys = py::module_::import("sys");
+      py::list path = sys.attr("path");
+      for (auto it = extra_paths.rbegin(); it != extra_paths.rend(); ++it) path.insert(0, *it);
+      path.insert(0, HostPythonDir());
+      py::module_ host = py::module_::import("_accelopt_host");
+      sys.attr("stdout") = host.attr("LogWriter")(static_cast<int>(spdlog::level::info));
+      sys.attr("stderr") = host.attr("LogWriter")(static_cast<int>(spdlog::level::warn));
+      try {
+        py::module_::import("numpy");
+      } catch (py::error_already_set& error) {
+        throw ConvertError(error);
+      }
+    }
+    PyEval_SaveThread();  // release the GIL for the rest of the process
+    g_initialized = true;
+  });
+  if (!g_initialized) throw PythonError("RuntimeError", "embedded Python failed to initialise", "");
+}
+
+bool IsInitialized() { return g_initialized; }
+
+nlohmann::json CallJson(const std::string& module, const std::string& function, const nlohmann::json& arg) {
+  std::string result;
+  {
+    py::gil_scoped_acquire gil;
+    try {
+      py::module_ json = py::module_::import("json");
+      py::object fn = py::module_::import(module.c_str()).attr(function.c_str());
+      py::object value = fn(json.attr("loads")(arg.dump()));
+      result = json.attr("dumps")(value, py::arg("allow_nan") = true).cast<std::string>();
+    } catch (py::error_already_set& error) {
+      throw ConvertError(error);
+    }
+  }
+  // Python's json emits NaN/Infinity, which nlohmann rejects: map to null.
+  auto parsed = nlohmann::json::parse(result, nullptr, false, true);
+  if (parsed.is_discarded()) {
+    for (const char* token : {"-Infinity", "Infinity", "NaN"}) {
+      for (size_t pos; (pos = result.find(token)) != std::string::npos;) result.replace(pos, std::strlen(token), "null");
+    }
+    parsed = nlohmann::json::parse(result);
+  }
+  return parsed;
+}
+
+void Exec(const std::string& source) {
+  py::gil_scoped_acquire gil;
+  try {
+    py::exec(source);
+  } catch (py::error_already_set& error) {
+    throw ConvertError(error);
+  }
+}
+
+InterpreterInfo Info() {
+  py::gil_scoped_acquire gil;
+  InterpreterInfo info;
+  py::module_ sys = py::module_::import("sys");
+  info.executable = py::str(sys.attr("executable"));
+  info.version = py::str(sys.attr("version")).cast<std::string>().substr(0, 6);
+  py::module_ numpy = py::module_::import("numpy");
+  info.numpy_version = py::str(numpy.attr("__version__"));
+  info.numpy_file = py::str(numpy.attr("__file__"));
+  return info;
+}
+
+}  // namespace accelopt::python

@@ -1,0 +1,63 @@
+-- Formats the profile results as a fixed-width text table: one row per
+-- kernel with correctness, estimated latency, % of peak and the busiest
+-- engine (the likely bottleneck), or the error kind when it failed.
+local function cell(value)
+  if value == nil or value == accel.null then return "-" end
+  return tostring(value)
+end
+
+local function format_table(header, rows)
+  local widths = {}
+  for i, h in ipairs(header) do widths[i] = #h end
+  for _, row in ipairs(rows) do
+    for i, v in ipairs(row) do widths[i] = math.max(widths[i], #v) end
+  end
+  local lines = {}
+  local function line(values)
+    local parts = {}
+    for i, v in ipairs(values) do parts[i] = v .. string.rep(" ", widths[i] - #v) end
+    lines[#lines + 1] = table.concat(parts, "  "):gsub("%s+$", "")
+  end
+  line(header)
+  local rule = {}
+  for i, w in ipairs(widths) do rule[i] = string.rep("-", w) end
+  line(rule)
+  for _, row in ipairs(rows) do line(row) end
+  return table.concat(lines, "\n") .. "\n"
+end
+
+return {
+  description = "Format profile results as a readable summary table (problem, correct, latency, % of peak, bottleneck).",
+  params = {
+    results = { type = "any", required = true, doc = "outputs of the profile for_each" },
+    target = { type = "string", default = "trn1", doc = "target named in the table title" },
+  },
+  run = function(input)
+    local results = input.with.results
+    if type(results) ~= "table" then results = {} end
+    local rows, correct = {}, 0
+    for _, r in ipairs(results) do
+      local case = r.case or r.item or {}
+      local err = r.error
+      local metrics = r.metrics or {}
+      local peak = r.peak or {}
+      local latency = "-"
+      if type(r.latency_ms) == "number" then
+        latency = string.format("%.4f%s", r.latency_ms, r.estimated and "*" or "")
+      end
+      local percent = "-"
+      if type(peak.percent_of_peak) == "number" then percent = string.format("%.1f", peak.percent_of_peak) end
+      if r.correct then correct = correct + 1 end
+      rows[#rows + 1] = {
+        cell(case.problem), cell(case.case_id), r.correct and "yes" or "NO", latency, percent,
+        cell(metrics.bottleneck),
+        (err ~= nil and err ~= accel.null) and cell(err.kind) or "",
+      }
+    end
+    table.sort(rows, function(a, b) return a[1] .. a[2] < b[1] .. b[2] end)
+    local text = string.format("NKIBench profile (%s): %d/%d correct; * = estimated by the NKI emulator\n\n",
+      input.with.target, correct, #results)
+    text = text .. format_table({ "problem", "case", "correct", "latency_ms", "%peak", "bottleneck", "error" }, rows)
+    return { text = text, correct = correct, total = #results }
+  end,
+}

@@ -1,0 +1,41 @@
+#include <catch2/catch.hpp>
+#include <thread>
+
+#include "python/interpreter.h"
+
+using namespace accelopt;
+
+TEST_CASE("embedded Python is Debian's python3.11 with Debian's NumPy", "[python]") {
+  auto info = python::Info();
+  CHECK(info.executable == ACCEL_PYTHON_EXECUTABLE);
+  CHECK(info.version.rfind("3.11", 0) == 0);
+  CHECK(info.numpy_file.rfind("/usr/lib/python3/dist-packages/numpy", 0) == 0);
+}
+
+TEST_CASE("CallJson round-trips JSON through a Python function", "[python]") {
+  python::Exec("import types, sys\nm = types.ModuleType('t_echo')\nexec('def f(x):\\n    return {\"n\": x[\"n\"] * 2, \"s\": [1, None]}', m.__dict__)\nsys.modules['t_echo'] = m\n");
+  auto out = python::CallJson("t_echo", "f", {{"n", 21}});
+  CHECK(out["n"] == 42);
+  CHECK(out["s"][1].is_null());
+}
+
+TEST_CASE("Python exceptions become PythonError with a traceback", "[python]") {
+  python::Exec("import types, sys\nm = types.ModuleType('t_bad')\nexec('def f(x):\\n    raise ValueError(\"boom\")', m.__dict__)\nsys.modules['t_bad'] = m\n");
+  try {
+    python::CallJson("t_bad", "f", nullptr);
+    FAIL("expected PythonError");
+  } catch (const python::PythonError& error) {
+    CHECK(error.type() == "ValueError");
+    CHECK(std::string(error.what()).find("boom") != std::string::npos);
+    CHECK(error.traceback().find("Traceback") != std::string::npos);
+  }
+}
+
+TEST_CASE("Python calls from several threads are serialised by the GIL", "[python]") {
+  python::Exec("import types, sys\nm = types.ModuleType('t_np')\nexec('import numpy as np\\ndef f(n):\\n    a = np.ones((n, n), np.float32)\\n    return float((a @ a).sum())', m.__dict__)\nsys.modules['t_np'] = m\n");
+  std::vector<std::thread> threads;
+  std::vector<double> sums(4);
+  for (int i = 0; i < 4; ++i) threads.emplace_back([&, i] { sums[i] = python::CallJson("t_np", "f", 64).get<double>(); });
+  for (auto& t : threads) t.join();
+  for (double s : sums) CHECK(s == 64.0 * 64 * 64);
+}
