@@ -3,14 +3,13 @@
 q: (B, N, QH, D); k, v: (B, N, KH, D); float32; query head h uses key/value
 head h // (QH // KH). Returns softmax(q k^T / sqrt(D)) v as (B, QH, N, D).
 
-For each (batch, query head): transpose all keys of its kv head into
-k_t (D, N) on the Tensor Engine. Then for each block of 128 queries: the
-full (128, N) score row block (TILE_N keys per matmul), the row max,
-exp(scale * (s - max)) on the Scalar Engine with the row sum, then
+For each (batch, kv head): transpose all its keys into k_t (D, N) on the
+Tensor Engine. Then for each query head of the group and each block of 128
+queries: the full (128, N) score row block (TILE_N keys per matmul), the row
+max, exp(scale * (s - max)) on the Scalar Engine with the row sum, then
 P @ V accumulated over 128-key blocks (each probability block transposed on
 the Tensor Engine), and the division by the row sum at the end.
-k_t is rebuilt for every query head of a group, and v is re-read for every
-query block.
+v is re-read (and every probability block transposed) for every query block.
 Requires D <= 128, N % 128 == 0, N % TILE_N == 0, QH % KH == 0.
 """
 import numpy as np
@@ -36,35 +35,36 @@ def kernel(q, k, v):
     out = nl.ndarray((B, QH, N, D), dtype=q.dtype, buffer=nl.shared_hbm)
 
     for b in nl.affine_range(B):
-        for h in nl.affine_range(QH):
-            kv = h // group
+        for kv in nl.affine_range(KH):
             # k_t[:, n] = k[b, n, kv, :]: keys transposed, D on the partitions
             k_t = nl.ndarray((D, N), dtype=nl.float32, buffer=nl.sbuf)
             for t in nl.affine_range(N // P):
                 k_rows = nl.load(k[b, t * P:(t + 1) * P, kv, 0:D])
                 k_t[:, t * P:(t + 1) * P] = nl.copy(nisa.nc_transpose(k_rows), dtype=nl.float32)
 
-            for i in nl.affine_range(N // P):
-                q_rows = nl.load(q[b, i * P:(i + 1) * P, h, 0:D])
-                q_t = nl.copy(nisa.nc_transpose(q_rows), dtype=nl.float32)
+            for r in nl.affine_range(group):
+                h = kv * group + r
+                for i in nl.affine_range(N // P):
+                    q_rows = nl.load(q[b, i * P:(i + 1) * P, h, 0:D])
+                    q_t = nl.copy(nisa.nc_transpose(q_rows), dtype=nl.float32)
 
-                scores = nl.ndarray((P, N), dtype=nl.float32, buffer=nl.sbuf)
-                for j in nl.affine_range(N // TILE_N):
-                    s_psum = nisa.nc_matmul(q_t, k_t[:, j * TILE_N:(j + 1) * TILE_N])
-                    scores[:, j * TILE_N:(j + 1) * TILE_N] = nl.copy(s_psum, dtype=nl.float32)
+                    scores = nl.ndarray((P, N), dtype=nl.float32, buffer=nl.sbuf)
+                    for j in nl.affine_range(N // TILE_N):
+                        s_psum = nisa.nc_matmul(q_t, k_t[:, j * TILE_N:(j + 1) * TILE_N])
+                        scores[:, j * TILE_N:(j + 1) * TILE_N] = nl.copy(s_psum, dtype=nl.float32)
 
-                row_max = nisa.tensor_reduce(nl.max, scores, axis=[1], keepdims=True)
-                neg_max = nl.multiply(row_max, -scale)
-                probs = nisa.activation(op=nl.exp, data=scores, scale=scale, bias=neg_max)
-                row_sum = nl.sum(probs, axis=[1], keepdims=True)
+                    row_max = nisa.tensor_reduce(nl.max, scores, axis=[1], keepdims=True)
+                    neg_max = nl.multiply(row_max, -scale)
+                    probs = nisa.activation(op=nl.exp, data=scores, scale=scale, bias=neg_max)
+                    row_sum = nl.sum(probs, axis=[1], keepdims=True)
 
-                acc = nl.zeros((P, D), dtype=nl.float32, buffer=nl.psum)
-                for t in nl.affine_range(N // P):
-                    p_t = nl.copy(nisa.nc_transpose(probs[:, t * P:(t + 1) * P]), dtype=nl.float32)
-                    v_rows = nl.load(v[b, t * P:(t + 1) * P, kv, 0:D])
-                    acc += nisa.nc_matmul(p_t, v_rows)
+                    acc = nl.zeros((P, D), dtype=nl.float32, buffer=nl.psum)
+                    for t in nl.affine_range(N // P):
+                        p_t = nl.copy(nisa.nc_transpose(probs[:, t * P:(t + 1) * P]), dtype=nl.float32)
+                        v_rows = nl.load(v[b, t * P:(t + 1) * P, kv, 0:D])
+                        acc += nisa.nc_matmul(p_t, v_rows)
 
-                inv_sum = nisa.reciprocal(row_sum)
-                res = nisa.tensor_scalar(data=acc, op0=nl.multiply, operand0=inv_sum)
-                nl.store(out[b, h, i * P:(i + 1) * P, 0:D], value=res)
+                    inv_sum = nisa.reciprocal(row_sum)
+                    res = nisa.tensor_scalar(data=acc, op0=nl.multiply, operand0=inv_sum)
+                    nl.store(out[b, h, i * P:(i + 1) * P, 0:D], value=res)
     return out

@@ -49,6 +49,11 @@ CommandResult RunHost(const std::vector<std::string>& args, const std::filesyste
   return result;
 }
 
+nlohmann::json ReadJson(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
 std::filesystem::path SourcePath(const std::string& relative) {
   return std::filesystem::path(ACCELOPT_TEST_DIR).parent_path() / relative;
 }

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <filesystem>
+
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -28,6 +30,9 @@ struct CommandResult {
 
 /// Runs the built accelopt-host with `args` (shell-quoted for you), in `cwd`.
 CommandResult RunHost(const std::vector<std::string>& args, const std::filesystem::path& cwd = {});
+
+/// Parses a JSON file (e.g. a run's outputs.json).
+nlohmann::json ReadJson(const std::filesystem::path& path);
 
 /// Absolute path of a file in the source tree (e.g. "pipelines/x.yaml").
 std::filesystem::path SourcePath(const std::string& relative);

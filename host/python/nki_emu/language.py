@@ -369,8 +369,8 @@ def matmul(x, y, transpose_x=False, mask=None, **_kwargs):
         fail("err_matmul_shape",
              f"nl.matmul expects x[M<=128, K<=128] and y[K<=128, N<=512], got "
              f"x{list(x.shape)} y{list(y.shape)} (transpose_x={transpose_x})")
-    a = vx if transpose_x else vx.T
-    res = np.matmul(a.astype(np.float32, copy=False), vy.reshape(y.shape[0], -1).astype(np.float32, copy=False))
+    a = vx if transpose_x else vx.T  # the stationary operand (K, M)
+    res = np.matmul(a.T.astype(np.float32, copy=False), vy.reshape(y.shape[0], -1).astype(np.float32, copy=False))
     out = _result(res, np.float32, "psum", mask)
     n_mov = free_size(y.shape)
     if not transpose_x:
@@ -382,5 +382,4 @@ def matmul(x, y, transpose_x=False, mask=None, **_kwargs):
         x = xs
     trace.compute("nc_matmul", "tensor", [x, y], out, n_mov, n_stationary=m, fp32=True,
                   flops=2 * k_x * m * n_mov)
-    out.producer and setattr(out.producer, "op", "matmul")
     return out

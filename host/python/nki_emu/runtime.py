@@ -25,7 +25,6 @@ class Loop:
 class LoopIndex(int):
     """Loop variable: an int that knows its loop and whether it is the first iteration."""
 
-    __slots__ = ("loop", "first")
 
 
 def make_index(value, loop, first):

@@ -29,7 +29,7 @@ size_t EditDistance(std::string_view a, std::string_view b) {
 
 std::optional<std::string> DidYouMean(std::string_view word, const std::vector<std::string>& candidates) {
   std::optional<std::string> best;
-  size_t best_distance = std::max<size_t>(1, word.size() / 3) + 1;
+  size_t best_distance = std::max<size_t>(2, word.size() / 3) + 1;  // transpositions cost 2
   for (const auto& candidate : candidates) {
     size_t distance = EditDistance(word, candidate);
     if (distance < best_distance) {

@@ -14,7 +14,7 @@ namespace accelopt {
 size_t EditDistance(std::string_view a, std::string_view b);
 
 /// The candidate closest to `word` if it is close enough to be a likely
-/// typo (distance <= max(1, len/3)); otherwise nullopt.
+/// typo (distance <= max(2, len/3)); otherwise nullopt.
 std::optional<std::string> DidYouMean(std::string_view word, const std::vector<std::string>& candidates);
 
 /// " (did you mean 'x'?)" or "".

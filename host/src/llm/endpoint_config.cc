@@ -144,6 +144,7 @@ int64_t ParseDurationMs(const json& value, const std::string& field) {
       } catch (const std::logic_error&) {
         fail("malformed number");
       }
+      while (i < text.size() && text[i] == ' ') ++i;
       size_t unit_start = i;
       while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
       const std::string unit = text.substr(unit_start, i - unit_start);
@@ -258,6 +259,12 @@ EndpointConfig ParseEndpoint(const std::string& name, const json& spec, const En
     config.api_key_source = "OPENAI_API_KEY";
   }
 
+  // Keys pasted from files often end in a newline, which would corrupt the header.
+  while (!config.api_key.empty() && std::isspace(static_cast<unsigned char>(config.api_key.back()))) config.api_key.pop_back();
+  while (!config.api_key.empty() && std::isspace(static_cast<unsigned char>(config.api_key.front()))) config.api_key.erase(0, 1);
+  if (config.api_key.find_first_of("\r\n") != std::string::npos) {
+    ThrowConfigError(FieldPath(name, "api_key_env") + ": the key from " + config.api_key_source + " contains a line break");
+  }
   while (!config.base_url.empty() && config.base_url.back() == '/') config.base_url.pop_back();
   if (config.base_url.empty()) {
     ThrowConfigError(FieldPath(name, "base_url") + ": required (or set ACCELOPT_LLM_BASE_URL)");

@@ -43,6 +43,10 @@ LlmError::LlmError(ErrorKind kind_in, int status_in, std::string message_in, int
       message(std::move(message_in)),
       attempts(attempts_in) {}
 
+nlohmann::json LlmError::ToJson() const {
+  return {{"kind", kind_name()}, {"message", message}, {"details", {{"status", status}, {"attempts", attempts}}}};
+}
+
 void ThrowConfigError(const std::string& message) { throw LlmError(ErrorKind::kConfig, 0, message); }
 
 }  // namespace accelopt::llm

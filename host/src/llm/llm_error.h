@@ -6,6 +6,8 @@
 #pragma once
 
 #include <stdexcept>
+
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
@@ -47,6 +49,10 @@ class LlmError : public std::runtime_error {
 
   /// Shorthand for ErrorKindName(kind).
   const char* kind_name() const { return ErrorKindName(kind); }
+
+  /// The stage-error shape used by journals and plugins:
+  /// {"kind": kind_name(), "message": message, "details": {"status", "attempts"}}.
+  nlohmann::json ToJson() const;
 };
 
 /// Throws LlmError{kConfig, 0, message}.

@@ -145,7 +145,12 @@ bool Executor::RunList(const std::vector<StageSpec>& list, const fs::path& dir, 
     StageRecord record;
     scope.context["__status"] = failed_ ? "failure" : "success";
     bool run = !Cancelled();
-    if (run && !spec.if_expr.empty()) {
+    // After a failure only stages that ask for it (always() / failure()) run.
+    const bool wants_failure = spec.if_expr.find("always()") != std::string::npos ||
+                               spec.if_expr.find("failure()") != std::string::npos;
+    if (run && failed_ && !wants_failure) {
+      run = false;
+    } else if (run && !spec.if_expr.empty()) {
       try {
         run = EvaluateCondition(spec.if_expr, scope.context, spec.if_where);
       } catch (const StageError& error) {
@@ -153,8 +158,6 @@ bool Executor::RunList(const std::vector<StageSpec>& list, const fs::path& dir, 
         record.error = error.ToJson();
         run = false;
       }
-    } else if (run && failed_) {
-      run = false;  // after a failure only stages whose `if` asks for it run
     }
     if (run) {
       record = spec.loop ? RunLoop(spec, stage_dir, scope) : RunStage(spec, stage_dir, scope);
@@ -215,7 +218,12 @@ json Executor::Invoke(const StageSpec& spec, const fs::path& dir, const json& co
   log->file.open(dir / "log.txt", std::ios::app);
   log->prefix = label;
   json params = stage->Params();
-  json with = ApplyDefaults(ResolveValue(spec.with, context, spec.where), params);
+  json resolved = json::object();
+  for (const auto& [name, value] : spec.with.items()) {
+    auto where = spec.with_where.count(name) ? spec.with_where.at(name) : spec.where;
+    resolved[name] = ResolveValue(value, context, where);
+  }
+  json with = ApplyDefaults(resolved, params);
   run_dir_.WriteJson(dir / "inputs.json", {{"uses", spec.uses}, {"with", with}});
   CheckResolvedTypes(with, params, stage->Uses());
 

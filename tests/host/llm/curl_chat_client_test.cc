@@ -174,6 +174,9 @@ TEST_CASE("curl_chat_client: 400 fails at once with the server's message", "[llm
   CHECK(error.message == "messages[1].content must be a string");
   CHECK_THAT(std::string(error.what()), Catch::StartsWith("llm_client: HTTP 400: messages[1]"));
   CHECK(server.Requests().size() == 1);
+  CHECK(error.ToJson() == json{{"kind", "llm_client"},
+                               {"message", "messages[1].content must be a string"},
+                               {"details", {{"status", 400}, {"attempts", 1}}}});
 }
 
 TEST_CASE("curl_chat_client: the API key never appears in error messages", "[llm]") {

@@ -142,6 +142,9 @@ TEST_CASE("endpoint_config: environment overrides", "[llm]") {
     CHECK(config.base_url == "http://h/v1");
     CHECK(config.model == "m");
   }
+  SECTION("surrounding whitespace is trimmed from keys") {
+    CHECK(ParseEndpoint("default", kSpec, MapEnv({{"MY_KEY", " sk-file-key\n"}})).api_key == "sk-file-key");
+  }
   SECTION("OPENAI_API_KEY is the fallback only without api_key_env") {
     json spec = kSpec;
     spec.erase("api_key_env");

@@ -135,3 +135,23 @@ def test_bad_requests_never_raise():
         result = profile.profile_kernel(request)
         assert result["error"]["kind"] == R.RUNTIME_ERROR, (request, result)
         assert result["correct"] is False
+
+
+def test_cost_model_crash_is_timing_error_not_kernel_error():
+    import nki_emu
+    original = nki_emu.run
+
+    def run_without_cost_model(kernel, args, *, target="trn1", trace=True):
+        if trace:
+            raise ZeroDivisionError("tracer bug")
+        return original(kernel, args, target=target, trace=False)
+    nki_emu.run = run_without_cost_model
+    try:
+        result = _profile("kernel_ok.py")
+        wrong = _profile("kernel_runtime_error.py")
+    finally:
+        nki_emu.run = original
+    assert result["error"]["kind"] == R.TIMING_ERROR, result["error"]
+    assert "tracer bug" in result["error"]["message"]
+    assert result["correct"] is True and len(result["rel_errors"]) == 5
+    assert wrong["error"]["kind"] == R.RUNTIME_ERROR and "IndexError" in wrong["error"]["message"]

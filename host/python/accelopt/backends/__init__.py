@@ -39,10 +39,12 @@ class Backend:
         """Makes ``neuronxcc.nki`` importable for kernel modules. Raises RuntimeError if impossible."""
         raise NotImplementedError
 
-    def run(self, kernel, args):
+    def run(self, kernel, args, profiled=False):
         """Compiles (if needed) and runs ``kernel(*args)``; returns its raw outputs.
 
         ``args``: list of NumPy arrays / Python scalars in the kernel's layout.
+        ``profiled``: a hint that ``measure`` will follow on these inputs (a
+        backend may then keep what it needs from this run).
         Raises whatever compilation or execution raises.
         """
         raise NotImplementedError

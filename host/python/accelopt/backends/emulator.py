@@ -19,6 +19,7 @@ class EmulatorBackend(Backend):
         self._emu = None
         self._last_profile = None
         self._last_args = None
+        self._profile_error = None
 
     def prepare(self):
         """Imports nki_emu and registers it as ``neuronxcc.nki``/``nki``. Raises RuntimeError if missing."""
@@ -29,14 +30,28 @@ class EmulatorBackend(Backend):
         nki_emu.install()
         self._emu = nki_emu
 
-    def run(self, kernel, args):
-        """Runs ``kernel(*args)`` in the emulator; returns its outputs and keeps the profile."""
+    def run(self, kernel, args, profiled=False):
+        """Runs ``kernel(*args)`` in the emulator; returns its outputs.
+
+        With ``profiled`` the run is traced by the cost model and its profile
+        kept for ``measure``; otherwise cost bookkeeping is skipped (faster).
+        """
         if self._emu is None:
             self.prepare()
-        self._last_profile = None
-        outcome = self._emu.run(kernel, list(args), target=self.target)
-        self._last_profile = outcome.profile
-        self._last_args = args
+        self._last_profile = self._last_args = self._profile_error = None
+        if not profiled:
+            return self._emu.run(kernel, list(args), target=self.target, trace=False).outputs
+        try:
+            outcome = self._emu.run(kernel, list(args), target=self.target, trace=True)
+        except Exception as exc:  # noqa: BLE001 - decide below whose fault it is
+            if self.is_compile_error(exc):
+                raise
+            # If the kernel runs without cost tracing, the cost model failed,
+            # not the kernel: keep the outputs, report it from measure().
+            outputs = self._emu.run(kernel, list(args), target=self.target, trace=False).outputs
+            self._profile_error, self._last_args = exc, args
+            return outputs
+        self._last_profile, self._last_args = outcome.profile, args
         return outcome.outputs
 
     def is_compile_error(self, exc):
@@ -51,8 +66,11 @@ class EmulatorBackend(Backend):
         Re-runs the kernel if the last run used other inputs. Raises
         RuntimeError if the profile holds no latency.
         """
-        if self._last_profile is None or self._last_args is not args:
-            self.run(kernel, args)
+        if self._last_args is not args:
+            self.run(kernel, args, profiled=True)
+        if self._profile_error is not None:
+            exc = self._profile_error
+            raise RuntimeError(f"the emulator's cost model failed: {type(exc).__name__}: {exc}") from exc
         return profile_to_timing(self._last_profile)
 
 

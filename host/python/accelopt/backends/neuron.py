@@ -14,6 +14,7 @@ are testable here; ``neuronxcc`` is imported lazily.
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -123,8 +124,8 @@ class NeuronBackend(Backend):
             from neuronxcc import nki
         except ImportError as exc:
             raise RuntimeError(f"neuronxcc is not installed: {exc}") from exc
-        if "nki_emu" in (getattr(nki, "__file__", "") or ""):
-            raise RuntimeError("neuronxcc.nki is the emulator in this process; cannot use hardware")
+        if getattr(sys.modules.get("neuronxcc"), "__nki_emu__", False):
+            raise RuntimeError("neuronxcc is the emulator in this process; cannot use hardware")
         self._nki = nki
 
     def _baremetal(self, kernel, args, neff=None, ntff=None):
@@ -135,7 +136,7 @@ class NeuronBackend(Backend):
             options.update(save_neff_name=neff, save_trace_name=ntff)
         return self._nki.baremetal(kernel, **options)(*args)
 
-    def run(self, kernel, args):
+    def run(self, kernel, args, profiled=False):
         """Compiles and runs ``kernel(*args)`` on the device; returns its outputs."""
         return self._baremetal(kernel, args)
 

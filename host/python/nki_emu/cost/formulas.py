@@ -1,0 +1,48 @@
+"""Per-instruction estimated cost in engine cycles.
+
+Formulas are the "Estimated instruction cost" lines of the SDK 2.21-2.26
+``nki.isa`` docstrings (spec table 3.3); ``N`` is elements per partition of
+the (main) input, ``MIN_II`` = 64 cycles. Deviations from the documented text
+are calibration knobs of ``targets.Target`` (reciprocal, tensor_tensor).
+"""
+import math
+
+
+def cycles(op, n, info, target):
+    """Cycles on the instruction's engine.
+
+    ``op``: ISA name; ``n``: elements per partition; ``info``: dict with
+    ``n_stationary`` and ``fp32``/``onezero`` (matmul), ``partitions``
+    (transpose), ``in_psum`` (tensor_tensor), ``value`` (memset).
+    """
+    mii = target.min_ii
+    n = max(int(n), 1)
+    if op == "nc_matmul":
+        base = max(min(64, info.get("n_stationary", 128)), n)
+        if info.get("fp32", True):
+            base *= target.onezero_factor if info.get("onezero") else target.fp32_matmul_factor
+        if info.get("transpose"):
+            base /= target.transpose_speedup
+        return base
+    if op == "nc_transpose":
+        p = info.get("partitions", 128)
+        if info.get("engine") == "vector":
+            return max(mii, n)
+        base = max(p, min(64, n)) * (target.onezero_factor if info.get("fp32", True) else 1)
+        return base / target.transpose_speedup
+    if op == "activation_reduce":
+        return max(mii, n) + mii
+    if op in ("tensor_tensor",):
+        if info.get("in_psum"):
+            return max(mii, n)
+        return max(mii, math.ceil(target.tensor_tensor_factor * n))
+    if op == "tensor_tensor_scan":
+        return max(mii, 2 * n)
+    if op == "reciprocal":
+        return max(mii, math.ceil(target.reciprocal_factor * n))
+    if op in ("iota", "affine_select"):
+        return 150 + n
+    if op == "tensor_copy_dynamic":
+        return max(600, n)
+    # activation, tensor_scalar, tensor_reduce, tensor_copy, memset, ...: max(MIN_II, N)
+    return max(mii, n)

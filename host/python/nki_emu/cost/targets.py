@@ -1,0 +1,68 @@
+"""Hardware constants and calibration knobs per target (spec 3.1, 3.2, 5.4).
+
+Every field names its source: [D] documented (AWS Neuron SDK docs, spec 3.1),
+[M] measured (spec 5), [I] inferred / tunable default (fitted with
+bench/calibrate.py against the trn1 NKIBench baselines of spec 5.1).
+"""
+from dataclasses import dataclass, field, replace
+
+
+@dataclass(frozen=True)
+class Target:
+    """Constants of one NeuronCore generation. Times in ns, clocks in GHz, sizes in bytes."""
+
+    name: str
+    label: str  # "calibrated" (trn1) or "unvalidated" (trn2): spec 5.4 step 3
+    clock_ghz: dict = field(default_factory=dict)  # per engine [D spec 3.1]
+    dma_queues: int = 16  # DMA engines per core [D S3/S4]
+    dma_bytes_per_ns: float = 17.0  # effective per-engine bandwidth [D S4 DMA guide]
+    dma_latency_ns: float = 1300.0  # semaphore-to-start latency, overlapped [D S4]
+    dma_desc_ns: float = 15.0  # per contiguous chunk [I, fits "2 KiB ~ 90 %" of S4]
+    dma_partitions_per_queue: int = 8  # 128 partitions over 16 engines [D S3 arch]
+    dma_issue_window: int = 48  # compute instrs a DMA may run ahead of [I]
+    sbuf_partition_bytes: int = 192 * 1024  # [D] trn1 192 KiB; trn2 224 KiB
+    sbuf_reserved_bytes: int = 16 * 1024  # compiler reserve [D S3 compiler/sbuf.py]
+    psum_banks: int = 8  # 8 x 2 KiB per partition [D]
+    min_ii: int = 64  # MIN_II cycles [D S3 isa docs]
+    instr_overhead_cycles: int = 0  # extra static cost per instruction [I]
+    sync_ns: float = 60.0  # cross-engine semaphore wait per dependency edge [I spec 3.6]
+    launch_ns: float = 15000.0  # fixed launch/teardown [I spec 3.6]
+    reciprocal_factor: float = 2.0  # VectorE reciprocal = factor*N (doc says 8N; spec 5.2 [M])
+    tensor_tensor_factor: float = 2.0  # fp32 SBUF/SBUF tensor_tensor = 2N [D S3]
+    fp32_matmul_factor: int = 4  # fp32 matmul = 4 x max(...) [D S3 nc_matmul]
+    onezero_factor: int = 2  # fp32 with is_*_onezero "2x better" [D S3]
+    transpose_speedup: float = 1.0  # trn2 fp32 transpose mode 2x [D S4]
+    shared_ports: bool = True  # trn1: DVE/GpSimd share SBUF port, DVE/ACT share PSUM [D S3]
+    peak_flops: float = 91.75e12  # profiler's hfu denominator [M spec 3.8]
+    dram_bytes_per_s: float = 410e9  # profiler's peak_flops_bandwidth_ratio denominator [M]
+
+    @property
+    def sbuf_capacity(self):
+        """Usable SBUF bytes per partition."""
+        return self.sbuf_partition_bytes - self.sbuf_reserved_bytes
+
+    def ns(self, engine, cycles):
+        """Converts ``cycles`` of ``engine`` to nanoseconds."""
+        return cycles / self.clock_ghz[engine]
+
+
+TRN1 = Target(
+    name="trn1", label="calibrated",
+    clock_ghz={"tensor": 2.8, "vector": 1.12, "scalar": 1.4, "gpsimd": 1.4},  # [D S3 arch guide]
+)
+
+TRN2 = replace(
+    TRN1, name="trn2", label="unvalidated",
+    clock_ghz={"tensor": 2.4, "vector": 0.96, "scalar": 1.2, "gpsimd": 1.2},  # [D S4 trn2 guide]
+    dma_bytes_per_ns=23.0, sbuf_partition_bytes=224 * 1024, transpose_speedup=2.0,
+    shared_ports=False, peak_flops=79e12, dram_bytes_per_s=362e9,
+)
+
+TARGETS = {"trn1": TRN1, "trn2": TRN2}
+
+
+def get(name):
+    """Target by name ("trn1"/"trn2"); raises ValueError otherwise."""
+    if name not in TARGETS:
+        raise ValueError(f"unknown target {name!r}")
+    return TARGETS[name]

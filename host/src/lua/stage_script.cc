@@ -1,0 +1,158 @@
+// lua/stage_script.cc - loading and running Lua stage scripts.
+#include "lua/stage_script.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "lua/convert.h"
+#include "lua/internal.h"
+
+namespace accelopt::lua {
+
+using detail::Context;
+using detail::Trampoline;
+using nlohmann::json;
+
+namespace {
+
+std::string ReadScript(const std::filesystem::path& script) {
+  std::ifstream in(script, std::ios::binary);
+  if (!in) {
+    throw LuaError("script_error", "cannot read Lua stage script '" + script.string() + "': " + std::strerror(errno));
+  }
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return std::move(buffer).str();
+}
+
+/// Calls the chunk at index 2 and leaves its `run` function at index 3 and
+/// the script table (or nil for the function form) at index 4.
+void CallChunk(lua_State* L, Context& ctx) {
+  lua_settop(L, 2);
+  lua_pushvalue(L, 2);
+  lua_call(L, 0, 1);  // stack: ud chunk result
+  if (lua_type(L, 3) == LUA_TFUNCTION) {
+    lua_pushnil(L);
+    return;
+  }
+  if (lua_type(L, 3) != LUA_TTABLE) {
+    luaL_error(L,
+               "%s: the script must return a table {description = ..., params = ..., run = function(input) ... end}"
+               " (it returned %s)",
+               ctx.chunk_name.c_str(), luaL_typename(L, 3));
+  }
+  lua_getfield(L, 3, "run");
+  if (lua_type(L, -1) != LUA_TFUNCTION) {
+    luaL_error(L, "%s: the returned table has no 'run' function (run is %s)", ctx.chunk_name.c_str(),
+               luaL_typename(L, -1));
+  }
+  lua_insert(L, 3);  // stack: ud chunk run table
+}
+
+/// Driver: stack: ud, chunk -> description, params
+int InfoDriver(lua_State* L, Context& ctx) {
+  CallChunk(L, ctx);
+  if (lua_isnil(L, 4)) {
+    lua_pushnil(L);
+    lua_pushnil(L);
+    return 2;
+  }
+  int description_type = lua_getfield(L, 4, "description");
+  if (description_type != LUA_TNIL && description_type != LUA_TSTRING) {
+    luaL_error(L, "%s: 'description' must be a string (it is %s)", ctx.chunk_name.c_str(), luaL_typename(L, -1));
+  }
+  int params_type = lua_getfield(L, 4, "params");
+  if (params_type != LUA_TNIL && params_type != LUA_TTABLE) {
+    luaL_error(L, "%s: 'params' must be a table (it is %s)", ctx.chunk_name.c_str(), luaL_typename(L, -1));
+  }
+  return 2;
+}
+
+/// Driver: stack: ud (the input json), chunk -> outputs
+int RunDriver(lua_State* L, Context& ctx) {
+  const auto* input = static_cast<const json*>(lua_touserdata(L, 1));
+  CallChunk(L, ctx);
+  lua_settop(L, 3);  // run
+  PushJson(L, *input);
+  lua_call(L, 1, 1);
+  return 1;
+}
+
+void ValidateParams(const json& params, const std::string& chunk) {
+  static const std::set<std::string> kTypes = {"string", "integer", "number", "boolean", "array", "object", "any"};
+  auto fail = [&](const std::string& where, const std::string& what) {
+    throw LuaError("script_error", chunk + ": params." + where + ": " + what);
+  };
+  if (!params.is_object()) throw LuaError("script_error", chunk + ": 'params' must be a table of parameters by name");
+  for (const auto& [name, spec] : params.items()) {
+    if (!spec.is_object()) fail(name, "must be a table {type = ..., required = ..., default = ..., doc = ...}");
+    for (const auto& [field, value] : spec.items()) {
+      if (field == "type") {
+        if (!value.is_string() || !kTypes.count(value.get<std::string>())) {
+          fail(name + ".type", "must be one of string, integer, number, boolean, array, object, any");
+        }
+      } else if (field == "required") {
+        if (!value.is_boolean()) fail(name + ".required", "must be a boolean");
+      } else if (field == "doc") {
+        if (!value.is_string()) fail(name + ".doc", "must be a string");
+      } else if (field != "default") {
+        fail(name + "." + field, "unknown field (expected type, required, default, doc)");
+      }
+    }
+  }
+}
+
+std::string ChunkNameOf(const std::filesystem::path& script) { return script.filename().string(); }
+
+}  // namespace
+
+StageScriptInfo LoadStageInfoFromSource(std::string_view source, const std::string& chunk_name, const Limits& limits) {
+  Sandbox sandbox(chunk_name, limits, nullptr);
+  lua_State* L = sandbox.state();
+  sandbox.OpenStageEnv();
+  sandbox.LoadChunk(source);
+  sandbox.Call(Trampoline<InfoDriver>, nullptr, 1, 2);
+  StageScriptInfo info;
+  if (lua_type(L, -2) == LUA_TSTRING) {
+    size_t n = 0;
+    const char* s = lua_tolstring(L, -2, &n);
+    info.description.assign(s, n);
+  }
+  if (!lua_isnil(L, -1)) {
+    try {
+      info.params = ToJson(L, -1, "params");
+    } catch (const LuaError& e) {
+      throw LuaError("script_error", chunk_name + ": " + e.what());
+    }
+    ValidateParams(info.params, chunk_name);
+  }
+  return info;
+}
+
+json RunStageFromSource(std::string_view source, const std::string& chunk_name, const json& input,
+                        const HostHooks& hooks, const Limits& limits) {
+  Sandbox sandbox(chunk_name, limits, &hooks);
+  lua_State* L = sandbox.state();
+  sandbox.OpenStageEnv();
+  sandbox.LoadChunk(source);
+  sandbox.Call(Trampoline<RunDriver>, const_cast<json*>(&input), 1, 1);
+  if (lua_isnil(L, -1)) return json::object();
+  try {
+    return ToJson(L, -1, "outputs");
+  } catch (const LuaError& e) {
+    throw LuaError("bad_output", chunk_name + ": run() returned a value that is not JSON: " + e.what());
+  }
+}
+
+StageScriptInfo LoadStageInfo(const std::filesystem::path& script, const Limits& limits) {
+  return LoadStageInfoFromSource(ReadScript(script), ChunkNameOf(script), limits);
+}
+
+json RunStage(const std::filesystem::path& script, const json& input, const HostHooks& hooks, const Limits& limits) {
+  return RunStageFromSource(ReadScript(script), ChunkNameOf(script), input, hooks, limits);
+}
+
+}  // namespace accelopt::lua

@@ -1,0 +1,61 @@
+// Test-only plugin: small deterministic stages for executor tests.
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "accelopt/plugin_sdk.hpp"
+
+using nlohmann::json;
+using accelopt::sdk::StageContext;
+using accelopt::sdk::StageFailure;
+
+namespace {
+
+// Returns {"value": with.value} (echo), for expression and fan-out tests.
+json Echo(StageContext& ctx) { return {{"value", ctx.With().value("value", json())}, {"stage_id", ctx.StageId()}}; }
+
+// Adds with.a + with.b.
+json Add(StageContext& ctx) { return {{"sum", ctx.With().at("a").get<int64_t>() + ctx.With().at("b").get<int64_t>()}}; }
+
+// Fails with kind with.kind (default "boom") when with.fail is true.
+json MaybeFail(StageContext& ctx) {
+  if (ctx.With().value("fail", false)) throw StageFailure(ctx.With().value("kind", "boom"), "asked to fail");
+  return {{"ok", true}};
+}
+
+// Sleeps with.ms milliseconds, polling the cancel flag.
+json Sleep(StageContext& ctx) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ctx.With().value("ms", 0));
+  while (std::chrono::steady_clock::now() < until) {
+    if (ctx.Cancelled()) throw StageFailure("cancelled", "cancelled while sleeping");
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return {{"slept_ms", ctx.With().value("ms", 0)}};
+}
+
+// Counts calls per process and fails the first with.failures of them
+// (for retry tests; the counter key is with.key).
+json Flaky(StageContext& ctx) {
+  static std::map<std::string, int> calls;
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  int n = ++calls[ctx.With().value("key", "default")];
+  if (n <= ctx.With().value("failures", 0)) throw StageFailure("transient", "failure #" + std::to_string(n));
+  return {{"calls", n}};
+}
+
+const AccelStageDescriptor kStages[] = {
+    ACCELOPT_STAGE("test_echo", "Echo `value`.", R"JSON({"value": {"type": "any", "doc": "anything"}})JSON", Echo),
+    ACCELOPT_STAGE("test_add", "Add two integers.",
+                   R"JSON({"a": {"type": "integer", "required": true}, "b": {"type": "integer", "default": 0}})JSON", Add),
+    ACCELOPT_STAGE("test_maybe_fail", "Fail on request.",
+                   R"JSON({"fail": {"type": "boolean", "default": false}, "kind": {"type": "string"}})JSON", MaybeFail),
+    ACCELOPT_STAGE("test_sleep", "Sleep some milliseconds.", R"JSON({"ms": {"type": "integer", "required": true}})JSON", Sleep),
+    ACCELOPT_STAGE("test_flaky", "Fail the first N calls.",
+                   R"JSON({"failures": {"type": "integer", "default": 0}, "key": {"type": "string"}})JSON", Flaky),
+};
+
+}  // namespace
+
+ACCELOPT_EXPORT_PLUGIN("fake_stages", "1.0.0", kStages)

@@ -1,0 +1,112 @@
+"""Cost model tests on hand-built instruction sequences (spec 3.3, 3.4, 3.6, 5.2)."""
+import numpy as np
+
+from nki_emu.cost import formulas, targets
+from nki_emu.cost.residency import Residency
+from nki_emu.cost.scheduler import Scheduler
+
+T1 = targets.get("trn1")
+
+
+def test_documented_formulas():
+    assert formulas.cycles("nc_matmul", 512, {"n_stationary": 128, "fp32": True}, T1) == 4 * 512
+    assert formulas.cycles("nc_matmul", 128, {"n_stationary": 128, "fp32": True, "onezero": True}, T1) == 256
+    assert formulas.cycles("nc_matmul", 16, {"n_stationary": 128, "fp32": False}, T1) == 64
+    assert formulas.cycles("activation", 10, {}, T1) == 64  # MIN_II
+    assert formulas.cycles("tensor_tensor", 512, {}, T1) == 1024
+    assert formulas.cycles("tensor_tensor", 512, {"in_psum": True}, T1) == 512
+    assert formulas.cycles("tensor_tensor_scan", 512, {}, T1) == 1024
+    assert formulas.cycles("iota", 10, {}, T1) == 160
+
+
+def test_engines_run_in_parallel_and_in_order():
+    s = Scheduler(T1)
+    r = [(1, range(0, 1), 0, 10)]
+    s.compute("vector", 100.0, [], r, [], False, True)
+    s.compute("vector", 100.0, [], [(2, range(0, 1), 0, 10)], [], False, True)
+    _, end = s.compute("scalar", 50.0, [], [(3, range(0, 1), 0, 10)], [], False, False)
+    assert end == 50.0 and s.free["vector"] == 200.0
+
+
+def test_dependency_adds_semaphore_latency():
+    s = Scheduler(T1)
+    s.compute("vector", 100.0, [], [(1, range(0, 1), 0, 10)], [], False, True)
+    start, _ = s.compute("scalar", 10.0, [(1, range(0, 1), 5, 6)], [], [], False, False)
+    assert start == 100.0 + T1.sync_ns
+    start2, _ = s.compute("scalar", 10.0, [(1, range(0, 1), 20, 30)], [], [], False, False)
+    assert start2 == start + 10.0  # no overlap with the written span: only queue order
+
+
+def test_trn1_shared_psum_port_serialises_vector_and_scalar():
+    s = Scheduler(T1)
+    s.compute("vector", 100.0, [], [(1, range(0, 1), 0, 1)], [(9, 0)], True, True)
+    start, _ = s.compute("scalar", 10.0, [(5, range(0, 1), 0, 1)], [], [(9, 0)], True, False)
+    assert start >= 100.0
+    s2 = Scheduler(targets.get("trn2"))
+    s2.compute("vector", 100.0, [], [(1, range(0, 1), 0, 1)], [(9, 0)], True, True)
+    start2, _ = s2.compute("scalar", 10.0, [(5, range(0, 1), 0, 1)], [], [(9, 0)], True, False)
+    assert start2 == 0.0
+
+
+def test_dma_model_bandwidth_and_queues():
+    s = Scheduler(T1)
+    nbytes = 128 * 4096
+    start, end = s.dma(128, nbytes, 128, [], [])
+    occupancy = (128 / 16) * T1.dma_desc_ns + nbytes / 16 / 17.0
+    assert start == 0.0 and abs(end - (T1.dma_latency_ns + occupancy)) < 1e-6
+    start2, _ = s.dma(8, 4096, 8, [], [])  # one queue only, all 16 busy -> waits
+    assert abs(start2 - occupancy) < 1e-6
+
+
+def test_psum_bank_reuse_waits_for_eviction():
+    s = Scheduler(T1)
+    for b in range(T1.psum_banks):
+        s.compute("tensor", 10.0, [], [], [(b, 0)], True, False)
+    for b in range(T1.psum_banks):  # ScalarE evicts the banks one after the other
+        s.compute("scalar", 100.0, [], [], [(b, 0)], True, False)
+    start, _ = s.compute("tensor", 10.0, [], [], [(99, 0)], True, False)
+    assert start == 100.0  # tensor engine free at 80 ns, first bank released at 100 ns
+
+
+def test_residency_hoists_repeated_load_when_it_fits():
+    r = Residency(capacity=16 * 1024)
+    assert r.load(("w", 0), ("a", 0), 4096, 1 << 19) is False
+    assert r.load(("w", 0), ("b", 0), 4096, 1 << 19) is True
+
+
+def test_residency_reissues_evicted_load_and_spills_computed_data():
+    r = Residency(capacity=8 * 1024)
+    r.load(("w", 0), ("a", 0), 4096, 1000)
+    r.write(("c", 0), 4096)
+    r.write(("d", 0), 4096)  # evicts ("a", 0)
+    assert r.read(("a", 0), 500) == ("reload", 0, 500)
+    r.write(("e", 0), 4096)
+    r.write(("f", 0), 4096)  # evicts c, d ...
+    kind, save, reload = r.read(("c", 0), 300)
+    assert kind == "spill" and save == 300 and reload == 300
+
+
+def test_profile_fields_of_a_run():
+    import nki_emu
+    nki_emu.install()
+    import neuronxcc.nki.language as nl
+
+    def k(x):
+        o = nl.ndarray(x.shape, dtype=np.float32, buffer=nl.shared_hbm)
+        nl.store(o, nl.exp(nl.load(x)))
+        return o
+    res = nki_emu.run(k, [np.ones((128, 512), np.float32)])
+    p = res.profile
+    for key in ("total_time", "latency_ms", "hbm_read_bytes", "hbm_write_bytes", "psum_read_bytes",
+                "psum_write_bytes", "sbuf_read_bytes", "sbuf_write_bytes", "spill_save_bytes",
+                "spill_reload_bytes", "hardware_flops", "transpose_flops", "peak_flops_bandwidth_ratio",
+                "mm_arithmetic_intensity", "hfu_estimated_percent", "scalar_engine_active_time_percent",
+                "vector_engine_active_time_percent", "gpsimd_engine_active_time_percent",
+                "tensor_engine_active_time_percent", "engine_busy_ms", "bottleneck", "instruction_count"):
+        assert key in p, key
+    assert p["hbm_read_bytes"] == 128 * 512 * 4 and p["hbm_write_bytes"] == 128 * 512 * 4
+    assert abs(p["latency_ms"] - p["total_time"] * 1e3) < 1e-12 and p["estimated"] is True
+    assert abs(p["peak_flops_bandwidth_ratio"] - 223.78) < 0.01
+    act_ns = 512 / 1.4
+    assert abs(p["engine_busy_ms"]["scalar"] - act_ns * 1e-6) < 1e-9
+    assert nki_emu.run(k, [np.ones((128, 512), np.float32)], target="trn2").profile["target_status"] == "unvalidated"
