@@ -58,8 +58,26 @@ typedef struct AccelHostApi {
    * long-running stages should poll it and return early. */
   int (*cancelled)(void* ctx);
 
-  /* Free a string returned by python_call. */
+  /* Free a string returned by python_call, llm_chat or isolated_call. */
   void (*free_string)(char* text);
+
+  /* One chat completion through the pipeline's `llm:` endpoints (retries,
+   * transcript and token accounting are the host's). request_json:
+   *   {"endpoint": "<name in llm:>", "messages": [{"role","content"}...],
+   *    "temperature"?: x, "max_tokens"?: n}
+   * Returns {"content", "finish_reason", "prompt_tokens",
+   * "completion_tokens", "latency_ms", "model"} or NULL with *error_json =
+   * {"kind": "llm_rate_limit|llm_server|llm_client|llm_timeout|
+   *           llm_bad_output|llm_replay_miss|llm_config|...", "message"}. */
+  char* (*llm_chat)(void* ctx, const char* request_json, char** error_json);
+
+  /* Like python_call, but run in an isolated worker process for untrusted
+   * code. limits_json: {"timeout_s"?: x, "memory_bytes"?: n,
+   * "isolation"?: "worker"|"inprocess"}. On failure *error_json has
+   * {"kind": "timeout|out_of_memory|crash|python_error|...", "message"}. */
+  char* (*isolated_call)(void* ctx, const char* module, const char* function,
+                         const char* json_arg, const char* limits_json,
+                         char** error_json);
 } AccelHostApi;
 
 /* One stage a plugin provides. */

@@ -58,6 +58,24 @@ class StageContext {
   }
   bool Cancelled() const { return host_->cancelled(host_->ctx) != 0; }
 
+  /// One chat completion (see AccelHostApi::llm_chat). Throws
+  /// StageFailure with the LLM error kind (llm_rate_limit, llm_timeout, ...).
+  nlohmann::json LlmChat(const nlohmann::json& request) const {
+    char* error = nullptr;
+    char* result = host_->llm_chat(host_->ctx, request.dump().c_str(), &error);
+    return TakeResult(result, error, "llm_error", "LLM call");
+  }
+
+  /// module.function(arg) in an isolated worker process (untrusted code).
+  /// Throws StageFailure with kind timeout, out_of_memory, crash, ...
+  nlohmann::json IsolatedCall(const std::string& module, const std::string& function, const nlohmann::json& arg,
+                              const nlohmann::json& limits) const {
+    char* error = nullptr;
+    char* result = host_->isolated_call(host_->ctx, module.c_str(), function.c_str(), arg.dump().c_str(),
+                                        limits.dump().c_str(), &error);
+    return TakeResult(result, error, "worker_error", module + "." + function);
+  }
+
   /// Calls module.function(arg) in the embedded interpreter.
   /// Throws StageFailure(kind "python_error", ...) with the traceback in details.
   nlohmann::json PythonCall(const std::string& module, const std::string& function,
@@ -76,6 +94,18 @@ class StageContext {
   }
 
  private:
+  nlohmann::json TakeResult(char* result, char* error, const char* default_kind, const std::string& what) const {
+    if (result == nullptr) {
+      nlohmann::json err = nlohmann::json::parse(error ? error : "{}", nullptr, false);
+      if (error) host_->free_string(error);
+      if (!err.is_object()) err = nlohmann::json::object();
+      throw StageFailure(err.value("kind", default_kind), what + ": " + err.value("message", "failed"), err);
+    }
+    nlohmann::json value = nlohmann::json::parse(result);
+    host_->free_string(result);
+    return value;
+  }
+
   const AccelHostApi* host_;
   nlohmann::json input_;
 };

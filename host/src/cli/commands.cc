@@ -1,4 +1,5 @@
 #include "cli/commands.h"
+#include "cli/run_services.h"
 
 #include <unistd.h>
 
@@ -89,6 +90,14 @@ int RunCommand(const RunOptions& options, const std::vector<std::string>& argv) 
   run_dir->WriteJson("run.json", run_json);
   spdlog::info("run {} → {}", pipeline.name, run_dir->path().string());
 
+  std::unique_ptr<RunServices> services;
+  try {
+    services = StartRunServices(pipeline, *run_dir, ServiceOptions{options.workers});
+  } catch (const ConfigError& error) {
+    PrintDiagnostics(error);
+    return kExitUsage;
+  }
+
   std::signal(SIGINT, OnSigint);
   std::signal(SIGTERM, OnSigint);
   Progress progress(::isatty(STDERR_FILENO) && std::getenv("ACCELOPT_NO_PROGRESS") == nullptr);
@@ -103,6 +112,7 @@ int RunCommand(const RunOptions& options, const std::vector<std::string>& argv) 
   run_json["failed_stages"] = result.failed_stages;
   run_json["failed_items"] = result.failed_items;
   run_json["stages"] = result.stages;
+  if (auto summary = services->Summary(); !summary.is_null()) run_json["services"] = summary;
   run_dir->WriteJson("run.json", run_json);
   spdlog::info("run {}: {} ({} failed stages, {} failed items) — {}", pipeline.name, result.status, result.failed_stages,
                result.failed_items, run_dir->path().string());

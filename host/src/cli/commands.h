@@ -18,6 +18,7 @@ struct RunOptions {
   std::vector<std::string> sets;
   std::string run_dir;
   int max_parallel = 0;  // 0 = no global cap beyond the stages' own
+  int workers = 0;       // worker processes for untrusted candidates; 0 = default
 };
 int RunCommand(const RunOptions& options, const std::vector<std::string>& argv);
 

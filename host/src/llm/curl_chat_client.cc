@@ -107,7 +107,9 @@ CurlChatClient::~CurlChatClient() {
   for (auto& worker : workers_) worker.join();
   // Workers are gone; fail whatever is still queued.
   for (Job* job : queue_) {
-    job->promise.set_exception(std::make_exception_ptr(LlmError(ErrorKind::kConnection, 0, "client shut down")));
+    Outcome shut_down;
+    shut_down.error = LlmError(ErrorKind::kConnection, 0, "client shut down");
+    job->promise.set_value(std::move(shut_down));
   }
   queue_.clear();
 }
@@ -119,14 +121,16 @@ void CurlChatClient::StartWorkers() {
 ChatResponse CurlChatClient::Complete(const ChatRequest& request) {
   std::call_once(started_, [this] { StartWorkers(); });
   Job job{&request, {}};
-  std::future<ChatResponse> result = job.promise.get_future();
+  std::future<Outcome> result = job.promise.get_future();
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (stopping_) throw LlmError(ErrorKind::kConnection, 0, "client shut down");
     queue_.push_back(&job);
   }
   wake_.notify_one();
-  return result.get();
+  Outcome outcome = result.get();
+  if (outcome.error) throw *outcome.error;
+  return std::move(*outcome.response);
 }
 
 void CurlChatClient::WorkerLoop() {
@@ -140,12 +144,16 @@ void CurlChatClient::WorkerLoop() {
       job = queue_.front();
       queue_.pop_front();
     }
+    Outcome outcome;
     try {
       if (!handle) throw LlmError(ErrorKind::kConnection, 0, "curl_easy_init failed");
-      job->promise.set_value(Execute(handle.get(), *job->request));
-    } catch (...) {
-      job->promise.set_exception(std::current_exception());
+      outcome.response = Execute(handle.get(), *job->request);
+    } catch (const LlmError& error) {
+      outcome.error = error;
+    } catch (const std::exception& error) {
+      outcome.error = LlmError(ErrorKind::kConnection, 0, std::string("unexpected client failure: ") + error.what());
     }
+    job->promise.set_value(std::move(outcome));
   }
 }
 

@@ -57,7 +57,7 @@ class CurlChatClient : public ChatClient {
  private:
   struct Job {
     const ChatRequest* request;
-    std::promise<ChatResponse> promise;
+    std::promise<Outcome> promise;  // errors travel as values, not exception_ptr
   };
 
   void StartWorkers();

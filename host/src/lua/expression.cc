@@ -3,6 +3,7 @@
 #include "lua/expression.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -242,8 +243,10 @@ std::string_view Trim(std::string_view s) {
   return s.substr(b, e - b + 1);
 }
 
-/// Drops "expression:1: " prefixes; "expression:N: " becomes "line N: ".
-std::string StripChunkPrefix(std::string message) {
+/// Drops "expression:N: " prefixes of a message about an expression of
+/// `lines` lines; with several lines they become "line N: ". Lua may report
+/// the line of the closing parenthesis we add, which counts as the last line.
+std::string StripChunkPrefix(std::string message, int lines) {
   const std::string prefix = std::string(kChunkName) + ":";
   size_t pos = 0;
   while ((pos = message.find(prefix, pos)) != std::string::npos) {
@@ -254,18 +257,22 @@ std::string StripChunkPrefix(std::string message) {
       pos = end;
       continue;
     }
-    std::string line = message.substr(end, digits - end);
-    std::string replacement = line == "1" ? "" : "line " + line + ": ";
+    int line = std::min(std::atoi(message.substr(end, digits - end).c_str()), lines);
+    std::string replacement = lines <= 1 ? "" : "line " + std::to_string(line) + ": ";
     message.replace(pos, digits + 2 - pos, replacement);
     pos += replacement.size();
   }
   return message;
 }
 
+int LineCount(std::string_view expression) {
+  return 1 + static_cast<int>(std::count(expression.begin(), expression.end(), '\n'));
+}
+
 std::string Quote(std::string_view expression) { return "expression `" + std::string(Trim(expression)) + "`"; }
 
 /// The compiler's message for `source`, or nullopt if it compiles.
-std::optional<std::string> CompileError(const std::string& source) {
+std::optional<std::string> CompileError(const std::string& source, int lines) {
   Sandbox sandbox(kChunkName, kExpressionLimits, nullptr);
   lua_State* L = sandbox.state();
   std::string chunkname = std::string("=") + kChunkName;
@@ -273,7 +280,7 @@ std::optional<std::string> CompileError(const std::string& source) {
   if (status == LUA_OK) return std::nullopt;
   std::string message = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "cannot compile";
   lua_pop(L, 1);
-  return StripChunkPrefix(message);
+  return StripChunkPrefix(message, lines);
 }
 
 }  // namespace
@@ -324,10 +331,10 @@ void PushExpressionEnv(lua_State* L, Context&) {
 std::optional<std::string> CheckExpressionSyntax(std::string_view expression) {
   if (Trim(expression).empty()) return std::string("empty expression");
   // "\n)" so that a trailing `--` comment cannot swallow the parenthesis.
-  if (!CompileError("return (" + std::string(expression) + "\n)")) return std::nullopt;
+  if (!CompileError("return (" + std::string(expression) + "\n)", LineCount(expression))) return std::nullopt;
   // Compile without the parentheses for a message that matches what the
   // author wrote (no phantom ')').
-  if (auto message = CompileError("return " + std::string(expression))) return message;
+  if (auto message = CompileError("return " + std::string(expression), LineCount(expression))) return message;
   return std::string("not a single expression");
 }
 
@@ -342,13 +349,15 @@ json EvaluateExpression(std::string_view expression, const json& context, const 
       sandbox.LoadChunk("return (" + std::string(expression) + "\n)");
     } catch (const LuaError& e) {
       if (e.kind != "syntax_error") throw;
-      std::string problem = CheckExpressionSyntax(expression).value_or(StripChunkPrefix(e.what()));
+      std::string problem =
+          CheckExpressionSyntax(expression).value_or(StripChunkPrefix(e.what(), LineCount(expression)));
       throw LuaError("syntax_error", problem);
     }
     sandbox.Call(Trampoline<RunExpression>, nullptr, 1, 1);
     return ToJson(L, -1, "result");
   } catch (const LuaError& e) {
-    throw LuaError(e.kind, Quote(expression) + ": " + StripChunkPrefix(e.what()), "", e.traceback, e.details);
+    throw LuaError(e.kind, Quote(expression) + ": " + StripChunkPrefix(e.what(), LineCount(expression)), "",
+                   e.traceback, e.details);
   }
 }
 

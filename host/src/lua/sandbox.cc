@@ -232,14 +232,55 @@ int SafeSetMetatable(lua_State* L, Context&) {
   return 1;
 }
 
+// A Lua error raised from the deadline hook runs with hooks disabled until
+// the enclosing pcall unwinds (Lua sets allowhook = 0 around hooks). Two
+// consequences are closed here:
+//  * a stock xpcall handler would run unhookable at that moment, so xpcall
+//    calls the handler after unwinding (same results: the sandbox has no
+//    debug library, so the handler cannot inspect the failing stack anyway);
+//  * a coroutine killed by the hook keeps hooks disabled, so coroutine.close
+//    (which runs its pending __close handlers) is refused once the deadline
+//    passed.
+
+int XpcallContinue(lua_State* L, int status, lua_KContext) {
+  // stack: f handler true results...   or   f handler true error
+  if (status != LUA_OK && status != LUA_YIELD) {
+    lua_pushboolean(L, 0);
+    lua_pushvalue(L, 2);
+    lua_pushvalue(L, -3);
+    lua_pcall(L, 1, 1, 0);  // a failing handler yields its own error, like Lua's LUA_ERRERR
+    return 2;               // false, handler(error)
+  }
+  return lua_gettop(L) - 2;  // true, results...
+}
+
+int SafeXpcall(lua_State* L) {
+  int n = lua_gettop(L);
+  luaL_checktype(L, 2, LUA_TFUNCTION);
+  lua_pushboolean(L, 1);
+  lua_pushvalue(L, 1);
+  lua_rotate(L, 3, 2);  // stack: f handler true f args...
+  int status = lua_pcallk(L, n - 2, LUA_MULTRET, 0, 0, XpcallContinue);
+  return XpcallContinue(L, status, 0);
+}
+
+int SafeCoroutineClose(lua_State* L, Context& ctx) {
+  if (ctx.timed_out || ctx.cancelled) return luaL_error(L, ctx.timed_out ? "timed out" : "cancelled");
+  int n = lua_gettop(L);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, n, LUA_MULTRET);
+  return lua_gettop(L);
+}
+
 // Stage environment (see docs/lua-stages.md for the list).
 int SetupStage(lua_State* L, Context& ctx) {
   detail::OpenBaseObjects(L, ctx);
   lua_newtable(L);  // env
   int env = lua_gettop(L);
-  static const char* const kBase[] = {"assert",   "error",  "ipairs", "next",  "pairs",        "pcall",
-                                      "select",   "tonumber", "tostring", "type", "xpcall", "_VERSION",
-                                      "getmetatable", nullptr};
+  static const char* const kBase[] = {"assert", "error",    "ipairs",   "next", "pairs",    "pcall",
+                                      "select", "tonumber", "tostring", "type", "_VERSION", "getmetatable",
+                                      nullptr};
   lua_pushglobaltable(L);
   detail::CopyFields(L, -1, env, kBase);
   lua_pop(L, 1);
@@ -250,6 +291,13 @@ int SetupStage(lua_State* L, Context& ctx) {
   lua_pop(L, 1);
   lua_pushcfunction(L, detail::Trampoline<SafeSetMetatable>);
   lua_setfield(L, env, "setmetatable");
+  lua_pushcfunction(L, SafeXpcall);
+  lua_setfield(L, env, "xpcall");
+  lua_getfield(L, env, LUA_COLIBNAME);
+  lua_getfield(L, -1, "close");
+  lua_pushcclosure(L, detail::Trampoline<SafeCoroutineClose>, 1);
+  lua_setfield(L, -2, "close");
+  lua_pop(L, 1);
   lua_pushcfunction(L, detail::Trampoline<detail::SafeLoad>);
   lua_setfield(L, env, "load");
   lua_pushcfunction(L, detail::LuaPrint);

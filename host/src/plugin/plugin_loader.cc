@@ -10,6 +10,7 @@
 
 #include "accelopt/plugin_api.h"
 #include "core/errors.h"
+#include "plugin/host_services.h"
 #include "python/interpreter.h"
 
 namespace accelopt {
@@ -51,6 +52,42 @@ int HostCancelled(void* ctx) { return static_cast<HostCallbackContext*>(ctx)->in
 
 void HostFree(char* text) { std::free(text); }
 
+// Runs a host service, turning StageError into the ABI's error JSON.
+template <typename Fn>
+char* CallService(char** error_json, Fn&& fn) {
+  try {
+    return CopyCString(fn().dump());
+  } catch (const StageError& error) {
+    if (error_json) *error_json = CopyCString(error.ToJson().dump());
+  } catch (const python::PythonError& error) {
+    if (error_json) *error_json = CopyCString(error.ToJson().dump());
+  } catch (const std::exception& error) {
+    if (error_json) *error_json = CopyCString(nlohmann::json{{"kind", "host_error"}, {"message", error.what()}}.dump());
+  }
+  return nullptr;
+}
+
+char* HostLlmChat(void* ctx, const char* request_json, char** error_json) {
+  auto* c = static_cast<HostCallbackContext*>(ctx);
+  return CallService(error_json, [&] {
+    auto& service = GlobalHostServices().llm_chat;
+    if (!service) throw StageError("llm_config", "no LLM endpoint is configured for this run (see docs/llm.md)");
+    return service(nlohmann::json::parse(request_json ? request_json : "{}"), c->invocation->stage_id);
+  });
+}
+
+char* HostIsolatedCall(void* ctx, const char* module, const char* function, const char* json_arg,
+                       const char* limits_json, char** error_json) {
+  return CallService(error_json, [&] {
+    auto arg = nlohmann::json::parse(json_arg ? json_arg : "null");
+    auto limits = nlohmann::json::parse(limits_json ? limits_json : "{}");
+    auto& service = GlobalHostServices().isolated_call;
+    // Without a worker pool (or when asked) the call runs in-process.
+    if (!service || limits.value("isolation", "worker") == "inprocess") return python::CallJson(module, function, arg);
+    return service(module, function, arg, limits);
+  });
+}
+
 class NativeStage : public Stage {
  public:
   NativeStage(const AccelStageDescriptor* descriptor, std::filesystem::path origin, nlohmann::json params)
@@ -63,7 +100,8 @@ class NativeStage : public Stage {
 
   nlohmann::json Run(const StageInvocation& invocation) const override {
     HostCallbackContext ctx{&invocation};
-    AccelHostApi api{ACCELOPT_PLUGIN_API_VERSION, &ctx, HostLog, HostPythonCall, HostProgress, HostCancelled, HostFree};
+    AccelHostApi api{ACCELOPT_PLUGIN_API_VERSION, &ctx,    HostLog,    HostPythonCall, HostProgress,
+                     HostCancelled,               HostFree, HostLlmChat, HostIsolatedCall};
     nlohmann::json input = {{"with", invocation.with},           {"vars", invocation.vars},
                             {"stage_id", invocation.stage_id},   {"stage_dir", invocation.stage_dir.string()},
                             {"run_dir", invocation.run_dir.string()}};

@@ -153,7 +153,7 @@ TEST_CASE("lua expression: errors name what is missing", "[lua][expression][erro
 
   e = EvalError("vars.name + 1");
   CHECK(e.kind == "script_error");
-  CHECK_THAT(e.what(), Catch::Contains("attempt to perform arithmetic on a string value"));
+  CHECK_THAT(e.what(), Catch::Contains("attempt to add a 'string' with a 'number'"));
 
   e = EvalError("vars + 1");
   CHECK_THAT(e.what(), Catch::Contains("attempt to perform arithmetic on a JSON object value (global 'vars')"));

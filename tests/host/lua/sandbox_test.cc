@@ -157,6 +157,14 @@ TEST_CASE("lua sandbox: pcall cannot swallow the deadline", "[lua][sandbox][time
       "while true do xpcall(function() while true do end end, function(m) while true do end end) end",
       "while true do local co = coroutine.wrap(function() while true do end end) pcall(co) end",
       "while true do local co = coroutine.create(function() while true do end end) coroutine.resume(co) end",
+      // a coroutine killed by the hook must not run its __close handlers unhooked
+      R"(local co = coroutine.create(function()
+           local guard <close> = setmetatable({}, {__close = function() while true do end end})
+           while true do end
+         end)
+         print(coroutine.resume(co))
+         coroutine.close(co))",
+      "local t = setmetatable({}, {__close = function() while true do end end}) do local x <close> = t end",
   };
   for (const char* loop : loops) {
     INFO(loop);
@@ -182,7 +190,7 @@ TEST_CASE("lua sandbox: a memory bomb hits the cap and the host carries on", "[l
       "local t = {} for i = 1, 1e9 do t[i] = string.rep('x', 100) .. i end",
       "return { big = string.rep('x', 1 << 30) }",
       "local s = 'x' while true do s = s .. s end",
-      "local function grow(t) t[#t + 1] = {} return grow(t[#t]) end grow({})",
+      "local root = {} local t = root while true do t.next = {} t = t.next end",
   };
   for (const char* bomb : bombs) {
     INFO(bomb);

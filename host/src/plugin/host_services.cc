@@ -1,0 +1,10 @@
+#include "plugin/host_services.h"
+
+namespace accelopt {
+
+HostServices& GlobalHostServices() {
+  static HostServices services;
+  return services;
+}
+
+}  // namespace accelopt
