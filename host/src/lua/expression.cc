@@ -269,8 +269,6 @@ int LineCount(std::string_view expression) {
   return 1 + static_cast<int>(std::count(expression.begin(), expression.end(), '\n'));
 }
 
-std::string Quote(std::string_view expression) { return "expression `" + std::string(Trim(expression)) + "`"; }
-
 /// The compiler's message for `source`, or nullopt if it compiles.
 std::optional<std::string> CompileError(const std::string& source, int lines) {
   Sandbox sandbox(kChunkName, kExpressionLimits, nullptr);
@@ -356,8 +354,7 @@ json EvaluateExpression(std::string_view expression, const json& context, const 
     sandbox.Call(Trampoline<RunExpression>, nullptr, 1, 1);
     return ToJson(L, -1, "result");
   } catch (const LuaError& e) {
-    throw LuaError(e.kind, Quote(expression) + ": " + StripChunkPrefix(e.what(), LineCount(expression)), "",
-                   e.traceback, e.details);
+    throw LuaError(e.kind, StripChunkPrefix(e.what(), LineCount(expression)), "", e.traceback, e.details);
   }
 }
 

@@ -27,9 +27,11 @@ namespace accelopt::lua {
 /// with the size of the context.
 ///
 /// Throws LuaError with kind "syntax_error", "script_error", "timeout",
-/// "out_of_memory" or "bad_output"; what() reads
-/// "expression `vars.n +`: unexpected symbol near <eof>". `limits` default to
-/// 16 MiB of heap and 1000 ms.
+/// "out_of_memory" or "bad_output". what() is the bare message without the
+/// expression text or a chunk prefix (the caller knows where the expression
+/// came from), e.g. "unexpected symbol near <eof>" or "attempt to index a nil
+/// value (field 'nope')"; for multi-line expressions it starts with
+/// "line N: ". `limits` default to 16 MiB of heap and 1000 ms.
 nlohmann::json EvaluateExpression(std::string_view expression, const nlohmann::json& context,
                                   const Limits& limits = kExpressionLimits);
 
