@@ -1,22 +1,37 @@
 """Compares the emulator's trn1 latency estimate with the published NKIBench baselines.
 
 Usage: /usr/bin/python3.11 bench/calibrate.py PUBLISHED_NKIBENCH_DIR [kernel ...]
+           [--cache DIR] [--set knob=value ...] [--compute]
 
 PUBLISHED_NKIBENCH_DIR holds AccelOpt's NKIBench layout (summary.json,
-kernels/, reference/). Prints per kernel the measured latency (spec 5.1,
-AccelOpt experiments/full_complete_local/profile_results.csv), the estimate,
-the error in percent and measured vs estimated HBM bytes, then the median and
-worst |error| and the Spearman rank correlation (targets: <= 15 %, <= 35 %, >= 0.9).
+kernels/, reference/). Each kernel runs once on the seed-0 inputs on the
+cost-only fast path (``nki_emu.run(..., compute=False)``; ``--compute`` does
+the arithmetic too) and its instruction records are replayed on the trn1
+target; ``--cache DIR`` keeps the records (pickles) so that later calls with
+other ``--set`` knob values (fields of ``nki_emu.cost.targets.Target``) only
+replay. Prints per kernel: measured latency (spec 5.1, AccelOpt
+experiments/full_complete_local/profile_results.csv), the estimate (ms), the
+error in percent, measured vs estimated HBM read/write MB, % of AccelOpt's peak
+(accelopt.peak) for both, and then the median and worst |error| and the
+Spearman rank correlation (targets: <= 15 %, <= 35 %, >= 0.9).
 """
+import dataclasses
 import importlib.util
 import json
 import os
+import pickle
 import sys
 
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "host", "python"))
 import nki_emu  # noqa: E402
+from nki_emu.cost import targets, tracer  # noqa: E402
+
+try:
+    from accelopt import peak as peak_model  # noqa: E402
+except ImportError:  # pragma: no cover - other engineer's module
+    peak_model = None
 
 # name: (latency ms, HBM read MB, HBM write MB) [M spec 5.1]
 MEASURED = {
@@ -44,33 +59,95 @@ def _ranks(values):
     return ranks
 
 
+def spearman(a, b):
+    """Spearman rank correlation of two equally long sequences (no ties expected)."""
+    return float(np.corrcoef(_ranks(a), _ranks(b))[0, 1])
+
+
+def _parse(argv):
+    opts = {"cache": None, "set": {}, "compute": False, "kernels": []}
+    it = iter(argv)
+    for a in it:
+        if a == "--cache":
+            opts["cache"] = next(it)
+        elif a == "--set":
+            key, _, value = next(it).partition("=")
+            opts["set"][key] = value
+        elif a == "--compute":
+            opts["compute"] = True
+        else:
+            opts["kernels"].append(a)
+    return opts
+
+
+def _target(overrides):
+    base = targets.get("trn1")
+    kinds = {f.name: f.type for f in dataclasses.fields(base)}
+    values = {}
+    for key, raw in overrides.items():
+        if key not in kinds:
+            raise SystemExit(f"unknown knob {key!r}")
+        cur = getattr(base, key)
+        values[key] = raw if isinstance(cur, str) else type(cur)(float(raw)) if not isinstance(cur, bool) \
+            else raw.lower() in ("1", "true", "yes")
+    return dataclasses.replace(base, **values)
+
+
+def trace_kernel(root, name, entry, cache, compute):
+    """Returns (records, counters) of the kernel ``name`` on seed-0 inputs (cached if ``cache``)."""
+    path = os.path.join(cache, name + ".pkl") if cache else None
+    if path and os.path.exists(path):
+        with open(path, "rb") as f:
+            return pickle.load(f)
+    impl = next(iter(entry["cases"].values()))["impls"][0]
+    ref = _load(os.path.join(root, impl["task"]), "ref_" + name)
+    ker = _load(os.path.join(root, impl["kernel"]), "ker_" + name)
+    np.random.seed(0)
+    inputs = ref.transform_to_nki_inputs(ref.get_inputs())
+    result = nki_emu.run(ker.kernel, inputs, target="trn1", compute=compute, keep_trace=True)
+    if path:
+        os.makedirs(cache, exist_ok=True)
+        with open(path, "wb") as f:
+            pickle.dump(result.trace, f, protocol=pickle.HIGHEST_PROTOCOL)
+    return result.trace
+
+
+def _percent_of_peak(name, entry, ms):
+    if peak_model is None:
+        return float("nan")
+    values = next(iter(entry["cases"].values()))["values"]
+    try:
+        return peak_model.percent_of_peak(ms, name, values, "trn1")
+    except (KeyError, ValueError):
+        return float("nan")
+
+
 def main(argv):
-    root = argv[0]
-    wanted = argv[1:]
+    opts = _parse(argv)
+    root, wanted = opts["kernels"][0], opts["kernels"][1:]
+    target = _target(opts["set"])
     nki_emu.install()
     summary = json.load(open(os.path.join(root, "summary.json")))
     rows = []
     for name, entry in summary.items():
         if wanted and name not in wanted:
             continue
-        impl = next(iter(entry["cases"].values()))["impls"][0]
-        ref = _load(os.path.join(root, impl["task"]), "ref_" + name)
-        ker = _load(os.path.join(root, impl["kernel"]), "ker_" + name)
-        np.random.seed(0)
-        inputs = ref.transform_to_nki_inputs(ref.get_inputs())
-        prof = nki_emu.run(ker.kernel, inputs, target="trn1").profile
+        records, counters = trace_kernel(root, name, entry, opts["cache"], opts["compute"])
+        prof = tracer.replay(records, counters, target)
         ms, rd, wr = MEASURED[name]
         est = prof["latency_ms"]
         err = (est - ms) / ms * 100
         rows.append((name, ms, est, err))
-        print(f"{name:24s} measured {ms:8.3f} ms  estimated {est:8.3f} ms  error {err:+7.1f} %  "
-              f"HBM rd {rd:8.1f}/{prof['hbm_read_bytes'] / 1e6:8.1f} MB  wr {wr:7.1f}/{prof['hbm_write_bytes'] / 1e6:7.1f} MB  "
-              f"bottleneck {prof['bottleneck']}", flush=True)
+        busy = prof["engine_busy_ms"]
+        print(f"{name:24s} measured {ms:7.3f} ms  estimated {est:7.3f} ms  error {err:+6.1f} %  "
+              f"HBM rd {rd:7.1f}/{prof['hbm_read_bytes'] / 1e6:7.1f} MB  wr {wr:7.1f}/{prof['hbm_write_bytes'] / 1e6:7.1f} MB  "
+              f"peak% {_percent_of_peak(name, entry, ms):5.1f}/{_percent_of_peak(name, entry, est):5.1f}  "
+              f"busy ms PE {busy['tensor']:.2f} ACT {busy['scalar']:.2f} DVE {busy['vector']:.2f} "
+              f"DMA {busy['dma']:.2f}  bottleneck {prof['bottleneck']}", flush=True)
     errs = np.abs([r[3] for r in rows])
     print(f"median |error| {np.median(errs):.1f} %   worst |error| {np.max(errs):.1f} %")
     if len(rows) > 2:
-        a, b = _ranks([r[1] for r in rows]), _ranks([r[2] for r in rows])
-        print(f"Spearman rank correlation {np.corrcoef(a, b)[0, 1]:.3f}")
+        print(f"Spearman rank correlation {spearman([r[1] for r in rows], [r[2] for r in rows]):.3f}")
     return 0
 
 

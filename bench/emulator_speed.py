@@ -2,21 +2,25 @@
 
 Usage: /usr/bin/python3.11 bench/emulator_speed.py PUBLISHED_NKIBENCH_DIR [kernel ...]
 
-Runs each kernel once in the emulator (with cost tracing, as the harness does)
-and its NumPy reference once; prints the time ratio per problem, the median
-ratio (target <= 3) and the peak resident memory of this process.
+Each problem runs in its own child process (so that peak memory is per
+kernel): the NumPy reference once, then the emulator once with cost tracing
+(as the profiling harness does). Prints per problem the reference and
+emulator wall times (s), their ratio and the child's peak resident memory
+(GB, ru_maxrss), then the median ratio (target <= 3) and the largest peak.
+Run it alone: the machine's other load distorts both times.
 """
 import importlib.util
 import json
 import os
 import resource
+import subprocess
 import sys
 import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "host", "python"))
-import nki_emu  # noqa: E402
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "host", "python"))
 
 
 def _load(path, name):
@@ -26,30 +30,50 @@ def _load(path, name):
     return module
 
 
-def main(argv):
-    root, wanted = argv[0], argv[1:]
+def child(root, name):
+    """Measures one problem; prints one JSON line {t_ref, t_emu, peak_gb} (s, s, GB)."""
+    import nki_emu
     nki_emu.install()
+    entry = json.load(open(os.path.join(root, "summary.json")))[name]
+    impl = next(iter(entry["cases"].values()))["impls"][0]
+    ref = _load(os.path.join(root, impl["task"]), "ref_" + name)
+    ker = _load(os.path.join(root, impl["kernel"]), "ker_" + name)
+    np.random.seed(0)
+    inputs = ref.get_inputs()
+    t0 = time.perf_counter()
+    ref.forward(*inputs)
+    t_ref = time.perf_counter() - t0
+    kin = ref.transform_to_nki_inputs(inputs)
+    t0 = time.perf_counter()
+    nki_emu.run(ker.kernel, kin)
+    t_emu = time.perf_counter() - t0
+    peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
+    print(json.dumps({"t_ref": t_ref, "t_emu": t_emu, "peak_gb": peak_gb}))
+
+
+def main(argv):
+    if argv and argv[0] == "--child":
+        child(argv[1], argv[2])
+        return 0
+    root, wanted = argv[0], argv[1:]
     summary = json.load(open(os.path.join(root, "summary.json")))
-    ratios = []
-    for name, entry in summary.items():
+    ratios, peaks = [], []
+    for name in summary:
         if wanted and name not in wanted:
             continue
-        impl = next(iter(entry["cases"].values()))["impls"][0]
-        ref = _load(os.path.join(root, impl["task"]), "ref_" + name)
-        ker = _load(os.path.join(root, impl["kernel"]), "ker_" + name)
-        np.random.seed(0)
-        inputs = ref.get_inputs()
-        t0 = time.perf_counter()
-        ref.forward(*inputs)
-        t_ref = time.perf_counter() - t0
-        kin = ref.transform_to_nki_inputs(inputs)
-        t0 = time.perf_counter()
-        nki_emu.run(ker.kernel, kin)
-        t_emu = time.perf_counter() - t0
-        ratios.append(t_emu / t_ref)
-        print(f"{name:24s} reference {t_ref:7.2f} s  emulator {t_emu:7.2f} s  ratio {t_emu / t_ref:5.2f}", flush=True)
-    peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
-    print(f"median ratio {np.median(ratios):.2f}   peak RSS {peak_gb:.2f} GB")
+        proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", root, name],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            print(f"{name:24s} FAILED: {proc.stderr.strip().splitlines()[-1:]}", flush=True)
+            continue
+        r = json.loads(proc.stdout.strip().splitlines()[-1])
+        ratio = r["t_emu"] / r["t_ref"]
+        ratios.append(ratio)
+        peaks.append(r["peak_gb"])
+        print(f"{name:24s} reference {r['t_ref']:7.2f} s  emulator {r['t_emu']:7.2f} s  ratio {ratio:6.2f}  "
+              f"peak RSS {r['peak_gb']:6.2f} GB", flush=True)
+    if ratios:
+        print(f"median ratio {np.median(ratios):.2f}   largest peak RSS {max(peaks):.2f} GB")
     return 0
 
 

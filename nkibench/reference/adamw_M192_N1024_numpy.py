@@ -19,8 +19,9 @@ def get_inputs():
 
 
 def forward(theta, g, m, v):
-    # one AdamW step at t = 1 with the constants folded in:
-    # lr 1e-3, beta1 0.9, beta2 0.999, eps 1e-8, weight decay 0.01
+    """One AdamW step at t = 1 with the constants folded in: lr 1e-3, beta1
+    0.9, beta2 0.999, eps 1e-8, weight decay 0.01.
+    """
     decayed = theta - 1e-5 * theta
     m_new = 0.9 * m + 0.1 * g
     v_new = 0.999 * v + 0.001 * g * g

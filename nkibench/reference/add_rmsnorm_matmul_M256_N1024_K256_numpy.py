@@ -21,7 +21,7 @@ def get_inputs():
 
 
 def forward(x, w, eps, z, g):
-    # residual add, RMSNorm with gain g, then a projection by w
+    """Residual add, RMSNorm with gain g, then a projection by w."""
     y = x + z
     mean_square = np.sum(np.square(y) / y.shape[-1], axis=-1, keepdims=True)
     denom = np.sqrt((mean_square + eps).astype(y.dtype))

@@ -19,7 +19,7 @@ def get_inputs():
 
 
 def forward(lhs, rhs):
-    # B independent (M, K) @ (K, N) products
+    """B independent (M, K) @ (K, N) products."""
     return np.matmul(lhs, rhs)
 
 

@@ -19,7 +19,7 @@ def get_inputs():
 
 
 def forward(lhs, rhs):
-    # batched matmul followed by a numerically stable softmax over N
+    """Batched matmul followed by a numerically stable softmax over N."""
     scores = np.matmul(lhs, rhs)
     shifted = np.exp(scores - np.max(scores, axis=2, keepdims=True))
     return shifted / np.sum(shifted, axis=2, keepdims=True)

@@ -21,8 +21,9 @@ def get_inputs():
 
 
 def forward(q, k, v):
-    # grouped-query attention without a causal mask; query head h reads
-    # key/value head h // (QH // KH). Output layout: (B, QH, N, D).
+    """Grouped-query attention without a causal mask; query head h reads
+    key/value head h // (QH // KH). Output layout: (B, QH, N, D).
+    """
     group = QH // KH
     keys = np.repeat(k, group, axis=2).transpose(0, 2, 3, 1)    # (B, QH, D, N)
     values = np.repeat(v, group, axis=2).transpose(0, 2, 1, 3)  # (B, QH, N, D)

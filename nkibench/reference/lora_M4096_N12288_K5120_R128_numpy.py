@@ -21,7 +21,7 @@ def get_inputs():
 
 
 def forward(x, w, a, b):
-    # frozen projection plus a rank-R update
+    """Frozen projection plus a rank-R update."""
     return np.matmul(x, w) + np.matmul(np.matmul(x, a), b)
 
 

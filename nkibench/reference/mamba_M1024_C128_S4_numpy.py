@@ -21,7 +21,9 @@ def get_inputs():
 
 
 def forward(delta, u, a, b, c):
-    # selective scan: h[:, :, t] = exp(delta*a)[..., t] * h[:, :, t-1] + (delta*b*u)[..., t]
+    """Selective scan: h[:, :, t] = exp(delta*a)[..., t] * h[:, :, t-1] +
+    (delta*b*u)[..., t].
+    """
     decay = np.exp(delta[:, None, :] * a[:, :, None])        # (C, S, M)
     drive = delta[:, None, :] * b[None, :, :] * u[:, None, :]  # (C, S, M)
     state = np.zeros((C, S), dtype=np.float32)

@@ -18,7 +18,7 @@ def get_inputs():
 
 
 def forward(lhs, rhs):
-    # (M, K) @ (K, N) -> (M, N)
+    """(M, K) @ (K, N) -> (M, N)."""
     return np.matmul(lhs, rhs)
 
 

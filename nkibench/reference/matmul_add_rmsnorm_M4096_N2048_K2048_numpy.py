@@ -21,7 +21,7 @@ def get_inputs():
 
 
 def forward(x, w, eps, z, g):
-    # projection, residual add, then RMSNorm with gain g over the N axis
+    """Projection, residual add, then RMSNorm with gain g over the N axis."""
     y = np.matmul(x, w) + z
     rms = np.sqrt(np.mean(np.square(y), axis=-1, keepdims=True) + eps)
     return y * g / rms

@@ -18,7 +18,7 @@ def get_inputs():
 
 
 def forward(x, w):
-    # RMS normalisation of each row (no epsilon, no gain), then a projection
+    """RMS normalisation of each row (no epsilon, no gain), then a projection."""
     mean_square = np.sum(np.square(x) / K, axis=1, keepdims=True)
     normalized = x / np.sqrt(mean_square)
     return np.matmul(normalized, w)

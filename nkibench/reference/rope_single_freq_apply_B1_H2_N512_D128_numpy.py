@@ -20,7 +20,7 @@ def get_inputs():
 
 
 def forward(x, freqs_cos, freqs_sin):
-    # rotate the (first half, second half) pairs of the D axis
+    """Rotate the (first half, second half) pairs of the D axis."""
     half = D // 2
     lo, hi = x[:half, :], x[half:, :]
     return np.concatenate([lo * freqs_cos - hi * freqs_sin,

@@ -16,7 +16,7 @@ def get_inputs():
 
 
 def forward(x):
-    # SiLU (swish): x * sigmoid(x)
+    """SiLU (swish): x * sigmoid(x)."""
     return x / (1 + np.exp(-x))
 
 

@@ -20,7 +20,7 @@ def get_inputs():
 
 
 def forward(x, w_up, w_down, w_gate):
-    # gated MLP: (silu(x @ w_gate) * (x @ w_up)) @ w_down
+    """Gated MLP: (silu(x @ w_gate) * (x @ w_up)) @ w_down."""
     gate = np.matmul(x, w_gate)
     hidden = gate / (1 + np.exp(-gate)) * np.matmul(x, w_up)
     return np.matmul(hidden, w_down)

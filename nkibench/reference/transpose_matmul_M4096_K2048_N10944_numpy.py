@@ -18,7 +18,7 @@ def get_inputs():
 
 
 def forward(lhs_t, rhs):
-    # lhs is given transposed: (K, M)^T @ (K, N) -> (M, N)
+    """Lhs is given transposed: (K, M)^T @ (K, N) -> (M, N)."""
     return np.matmul(lhs_t.T, rhs)
 
 

@@ -141,6 +141,7 @@ def stale_files():
 
 
 def main(argv):
+    """Writes the generated files, or with --check lists stale ones; returns the exit code."""
     if "--check" in argv:
         stale = stale_files()
         for path in stale:

@@ -12,7 +12,10 @@ constexpr const char* kProfileParams = R"JSON({
   "rel_tol": {"type": "number", "default": 2e-05, "doc": "pass iff ||out-ref||2 < rel_tol*||ref||2 on every seed"},
   "seeds": {"type": "array", "default": [0, 21, 42, 63, 84], "doc": "NumPy seeds for get_inputs()"},
   "timing": {"type": "boolean", "default": true, "doc": "estimate/measure latency after the correctness check"},
-  "case": {"type": "object", "default": {}, "doc": "case metadata carried into the result (problem, values, ...)"}
+  "case": {"type": "object", "default": {}, "doc": "case metadata carried into the result (problem, values, ...)"},
+  "isolation": {"type": "string", "default": "worker", "doc": "worker (sandboxed process, anti-cheat checks; docs/isolation.md) or inprocess (trusted kernels)"},
+  "timeout_s": {"type": "number", "default": 300, "doc": "wall-clock limit per kernel in seconds (worker isolation)"},
+  "memory_bytes": {"type": "integer", "default": 0, "doc": "address-space limit per kernel in bytes (worker isolation; 0 = the pool's, 4 GiB)"}
 })JSON";
 
 constexpr const char* kReportParams = R"JSON({

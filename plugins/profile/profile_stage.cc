@@ -25,8 +25,25 @@ json RunProfile(StageContext& ctx) {
                   {"timing", with.value("timing", true)}};
   if (item.contains("problem")) request["problem"] = item["problem"];
   if (item.contains("values")) request["values"] = item["values"];
+  const std::string isolation = with.value("isolation", "worker");
+  if (isolation != "worker" && isolation != "inprocess")
+    throw accelopt::sdk::StageFailure("config_error", "isolation must be 'worker' or 'inprocess', got '" + isolation + "'");
+  json limits = {{"isolation", isolation}, {"timeout_s", with.value("timeout_s", 300.0)}};
+  if (with.value("memory_bytes", 0.0) > 0) limits["memory_bytes"] = with["memory_bytes"];
   auto start = std::chrono::steady_clock::now();
-  json result = ctx.PythonCall("accelopt.profile", "profile_kernel", request);
+  json result;
+  try {
+    // Untrusted candidates run in a worker process (docs/isolation.md); the
+    // host falls back to in-process when no worker pool is installed.
+    result = ctx.IsolatedCall("accelopt.profile", "profile_kernel", request, limits);
+  } catch (const accelopt::sdk::StageFailure& failure) {
+    if (failure.kind == "config_error") throw;
+    // A worker failure that was not folded into a result: report it as the kernel's error.
+    result = {{"compiled", false}, {"correct", false}, {"latency_ms", nullptr}, {"estimated", false},
+              {"backend", request["backend"]}, {"target", request["target"]}, {"metrics", json::object()},
+              {"rel_errors", json::array()},
+              {"error", {{"kind", failure.kind}, {"message", failure.what()}, {"traceback", ""}}}};
+  }
   double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   // % of peak when the problem is one the peak model knows (NKIBench).

@@ -84,12 +84,12 @@ def _bind_args(fn, args):
     return out
 
 
-def _execute(kernel, args, kwargs, target, tracer):
+def _execute(kernel, args, kwargs, target, tracer, compute=True):
     if target not in TARGETS:
         raise ValueError(f"unknown target {target!r}; expected one of {TARGETS}")
     install()
     fn = _kernel_function(kernel)
-    run_state = runtime.Run(target, tracer)
+    run_state = runtime.Run(target, tracer, compute)
     runtime.push(run_state)
     try:
         with np.errstate(all="ignore"):
@@ -99,21 +99,28 @@ def _execute(kernel, args, kwargs, target, tracer):
     return _to_numpy(result)
 
 
-def run(kernel, args, *, target="trn1", trace=True):
+def run(kernel, args, *, target="trn1", trace=True, compute=True, keep_trace=False):
     """Runs ``kernel`` (``@nki.jit`` or plain function) eagerly on ``args``.
 
     ``args``: NumPy arrays (become immutable shared-HBM tensors) and Python
     scalars; ``target``: "trn1" (default, calibrated) or "trn2" (unvalidated);
-    ``trace``: False skips all cost bookkeeping. Returns RunResult. Raises
-    NKICompileError for kernels neuronxcc refuses; other exceptions propagate.
+    ``trace``: False skips all cost bookkeeping; ``compute``: False is the
+    cost-only fast path (matmuls and scans are skipped, outputs are NOT the
+    kernel's results; validation still runs); ``keep_trace``: also return the
+    instruction records (``result.trace = (records, counters)``) so that
+    ``nki_emu.cost.tracer.replay`` can re-estimate them for other targets/knobs.
+    Returns RunResult. Raises NKICompileError for kernels neuronxcc refuses;
+    other exceptions propagate.
     """
     tracer = None
     if trace:
         from .cost.tracer import Tracer
         tracer = Tracer(target)
-    outputs = _execute(kernel, args, {}, target, tracer)
+    outputs = _execute(kernel, args, {}, target, tracer, compute)
     profile = tracer.profile() if tracer is not None else {"target": target, "estimated": True}
-    return RunResult(outputs, profile)
+    result = RunResult(outputs, profile)
+    result.trace = (tracer.records, tracer.m) if (tracer is not None and keep_trace) else None
+    return result
 
 
 class JitKernel:

@@ -6,6 +6,8 @@ the destination; a destination smaller than the source is
 matmul result accumulates in fp32; ``loop_reduce`` combines with the
 destination except on the first iteration of all its loops.
 """
+import math
+
 import numpy as np
 
 from . import ops, runtime, trace
@@ -34,7 +36,7 @@ class LoopReduceResult:
 
 def _free(t):
     shape = t.shape
-    return int(np.prod(shape[1:], dtype=np.int64)) if len(shape) > 1 else 1
+    return math.prod(shape[1:]) if len(shape) > 1 else 1
 
 
 def _shape_str(shape):
@@ -43,8 +45,8 @@ def _shape_str(shape):
 
 def _check_shapes(dest, src_shape):
     dshape = dest.shape
-    if int(np.prod(src_shape)) > int(np.prod(dshape)) or len(src_shape) > len(dshape) and \
-            int(np.prod(src_shape)) != int(np.prod(dshape)):
+    if math.prod(src_shape) > math.prod(dshape) or len(src_shape) > len(dshape) and \
+            math.prod(src_shape) != math.prod(dshape):
         fail("err_store_dst_shape_smaller_than_other_shape",
              f"Illegal assignment destination shape in 'a = b': shape {_shape_str(dshape)} of parameter 'a' "
              f"is smaller than other parameter shapes b{_shape_str(src_shape)}.")
@@ -62,6 +64,12 @@ def assign(dest, value):
         return
     if isinstance(value, NkiTensor):
         _check_shapes(dest, value.shape)
+        from .language import check_psum_tile, check_scope
+        if value.buffer in ("sbuf", "psum"):
+            check_scope(value)
+        producer_op = getattr(getattr(value, "producer", None), "op", None)
+        if producer_op not in ("nc_matmul", "matmul"):
+            check_psum_tile(dest, "assignment", "a")
         if value.buffer not in ("sbuf", "psum") and dest.buffer in ("sbuf", "psum"):
             fail("err_unsupported_memory",
                  f"Expected operand 'value' of 'assignment' to be in address space 'psum|sbuf', "

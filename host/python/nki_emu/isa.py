@@ -7,7 +7,7 @@ import enum
 
 import numpy as np
 
-from . import dtypes, ops, trace
+from . import dtypes, ops, runtime, trace
 from .errors import fail
 from .indexing import mask_array
 from .language import _result, free_size, on_chip, values
@@ -109,7 +109,7 @@ def nc_matmul(stationary, moving, is_stationary_onezero=False, is_moving_onezero
     a = _f32(stationary).reshape(k, m)
     b = _f32(moving).reshape(k, n)
     valid = mask_array(mask, (m, n))
-    res = a.T @ b
+    res = a.T @ b if runtime.computing() else np.zeros((m, n), np.float32)
     out = NkiTensor.fresh(res, np.float32, "psum", valid=valid)
     cols = n if valid is None else int(valid.any(axis=0).sum())
     fp32 = any(dtypes.name(t.dtype) in ("float32",) for t in (stationary, moving))
@@ -141,6 +141,21 @@ def activation(op, data, bias=None, scale=1.0, reduce_op=None, reduce_res=None,
     """``op(data * scale + bias)`` on ScalarE, fp32 math (spec 2.6, 4.7)."""
     on_chip(data, "data", "activation")
     p = data.shape[0]
+    gen2 = get_nc_version() == nc_version.gen2
+    if reduce_op is not None and ops.op_name(reduce_op) != "add" and gen2:
+        fail("err_activation_reduce_op_unsupported",
+             f"reduce_op '{ops.op_name(reduce_op)}' of 'activation' is not supported on NeuronCore-v2; "
+             f"only nl.add is supported.")
+    if bias is not None and gen2 and ops.op_name(op) == "reciprocal":
+        fail("err_activation_reciprocal_bias_unsupported",
+             "'activation' with op=reciprocal does not support a bias on NeuronCore-v2.")
+    if isinstance(scale, NkiTensor) and dtypes.name(scale.dtype) != "float32":
+        fail("err_activation_scale_invalid_type",
+             "Scale parameter of activation or activation_reduce must be a scalar or vector of type float32.")
+    if isinstance(bias, NkiTensor) and dtypes.name(bias.dtype) not in ("float32", "float16", "bfloat16"):
+        fail("err_activation_bias_invalid_type",
+             "Bias parameter of activation or activation_reduce must be a vector of type float32, float16, "
+             "or bfloat16.")
     x = _f32(data)
     s = _per_partition(scale, p, "scale", "activation")
     z = x * _nd(s, x.ndim) if not (isinstance(s, np.float32) and s == 1.0) else x
@@ -177,6 +192,19 @@ def tensor_scalar(data, op0, operand0, reverse0=False, op1=None, operand1=None, 
     names = [ops.op_name(op0)] + ([ops.op_name(op1)] if op1 is not None else [])
     if any(n in ops.BITVEC for n in names) and not all(n in ops.BITVEC for n in names):
         fail("err_tensor_scalar_mixed_ops", "op0 and op1 of 'tensor_scalar' must both be bitvec or both arithmetic")
+    bitvec = any(n in ops.BITVEC for n in names)
+    if bitvec and engine not in (globals()["engine"].vector, globals()["engine"].unknown):
+        fail("err_tensor_scalar_bitvec_engine", "bitvec operators of 'tensor_scalar' run on the Vector engine only.")
+    if engine == globals()["engine"].scalar:
+        combo = (names[0], names[1] if len(names) > 1 else None)
+        if get_nc_version() == nc_version.gen2:
+            fail("err_tensor_scalar_engine_unsupported",
+                 "'tensor_scalar' on the Scalar engine is not supported on NeuronCore-v2 (trn1); use the "
+                 "Vector engine.")
+        if combo not in (("multiply", "add"), ("multiply", None), ("add", None)):
+            fail("err_tensor_scalar_engine_unsupported",
+                 f"'tensor_scalar' on the Scalar engine supports only (multiply, add), (multiply, None) and "
+                 f"(add, None), got ({combo[0]}, {combo[1]}).")
     v0 = _nd(_per_partition(operand0, p, "operand0", "tensor_scalar"), x.ndim)
     f0 = ops.binary(op0)
     res = f0(v0, x) if reverse0 else f0(x, v0)
@@ -185,7 +213,9 @@ def tensor_scalar(data, op0, operand0, reverse0=False, op1=None, operand1=None, 
         f1 = ops.binary(op1)
         res = f1(v1, res) if reverse1 else f1(res, v1)
     out = _result(res, dtype or data.dtype, mask=mask)
-    default = "scalar" if all(n in _SCALAR_OK for n in names) else "vector"
+    # engine=unknown: the compiler may place multiply/add patterns on ScalarE (as an
+    # activation with scale/bias) -> chosen at replay ("auto", spec 3.5 [I])
+    default = "auto" if all(n in _SCALAR_OK for n in names) else "vector"
     tiles = [data] + [o for o in (operand0, operand1) if isinstance(o, NkiTensor)]
     trace.compute("tensor_scalar", _engine_name(engine, default), tiles, out, free_size(data.shape))
     return out
@@ -225,7 +255,7 @@ def tensor_tensor_scan(data0, data1, initial, op0, op1, reverse0=False, reverse1
     prev = np.broadcast_to(prev, (p, 1)).reshape(p).astype(np.float32)
     f0, f1 = ops.binary(op0), ops.binary(op1)
     res = np.empty((p, n), np.float32)
-    for i in range(n):
+    for i in range(n if runtime.computing() else 0):
         t = f0(prev, a[:, i]) if reverse0 else f0(a[:, i], prev)
         prev = f1(b[:, i], t) if reverse1 else f1(t, b[:, i])
         res[:, i] = prev
@@ -271,7 +301,7 @@ def memset(shape, value, dtype, mask=None, engine=engine.unknown, **_kwargs):
 def tensor_copy(src, mask=None, dtype=None, engine=engine.unknown, **_kwargs):
     """Copy within SBUF/PSUM; GpSimd cannot touch PSUM (spec 2.6)."""
     on_chip(src, "src", "tensor_copy")
-    eng = _engine_name(engine, "vector")
+    eng = _engine_name(engine, "auto")
     if eng == "gpsimd" and src.buffer == "psum":
         fail("err_unsupported_memory", "Expected operand 'src' of 'tensor_copy' on gpsimd to be in "
              "address space 'sbuf', but got a tile in 'psum' instead.")

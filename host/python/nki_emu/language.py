@@ -3,6 +3,8 @@
 Semantics per spec section 2.5 (AWS Neuron SDK 2.24 ``nki.language`` docs);
 instruction mapping for the cost model per spec 3.5.
 """
+import math
+
 import numpy as np
 
 from . import dtypes, ops, runtime, trace
@@ -128,8 +130,68 @@ def _space(t):
     return "hbm" if t.buffer in HBM_BUFFERS else t.buffer
 
 
+PSUM_BANK_BYTES = 2048  # per partition: 8 banks x 2 KiB [D S3 arch guide]
+
+
+def check_scope(x):
+    """err_local_variable_used_out_of_scope: ``x`` was created inside a loop that has exited
+    (spec 2.4 / 4.15; only nl.*_range loops are visible to the emulator)."""
+    scope = getattr(x.root, "scope", None)
+    if scope is not None and scope.done:
+        fail("err_local_variable_used_out_of_scope",
+             f"Local variable '{_var_name(x)}' is referenced outside of its parent scope (loop).")
+
+
+def _var_name(x):
+    import os
+    import sys
+    pkg = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame = sys._getframe(2)
+    while frame is not None:
+        if os.path.abspath(frame.f_code.co_filename).startswith(pkg):
+            frame = frame.f_back
+            continue
+        for name, value in frame.f_locals.items():
+            if value is x:
+                return name
+        frame = frame.f_back
+    return x.root.name
+
+
+def check_start_partition(x, api):
+    """Start-partition rule of compute-engine access patterns (spec 4.12 [D S3 arch]):
+    P > 64 must start at 0, 32 < P <= 64 at 0 or 64, P <= 32 at 0/32/64/96."""
+    from .tensor import start_partition
+    start = start_partition(x)
+    if start == 0:
+        return
+    p = x.shape[0]
+    allowed = (0,) if p > 64 else (0, 64) if p > 32 else (0, 32, 64, 96)
+    if start not in allowed:
+        fail("err_unsupported_start_partition",
+             f"Access of {p} partitions of tensor '{x.root.name}' in '{api}' starts at partition {start}; "
+             f"the start partition must be one of {list(allowed)}.")
+
+
+def check_psum_tile(x, api, param):
+    """A PSUM tile must fit one 2 KiB bank per partition (spec 4.2, TC#2)."""
+    if x.buffer == "psum":
+        nbytes = free_size(x.shape) * x.itemsize
+        if nbytes > PSUM_BANK_BYTES:
+            fail("err_psum_tile_exceed_bank_size",
+                 f"PSUM tile '{param}[{', '.join(map(str, x.shape))}]' of '{api}' uses {nbytes} bytes per "
+                 f"partition, exceeding the {PSUM_BANK_BYTES}-byte PSUM bank (psum_fmax = 512 fp32).")
+
+
 def on_chip(x, param, api):
-    """Checks that tile ``x`` is in SBUF/PSUM (err_unsupported_memory, spec 4.4)."""
+    """Checks that tile ``x`` is a usable SBUF/PSUM operand of a compute instruction:
+    address space (err_unsupported_memory, spec 4.4), partition count (4.1), scope (4.15),
+    start partition (4.12) and PSUM bank size (4.2)."""
+    if isinstance(x, NkiTensor) and x.buffer not in HBM_BUFFERS:
+        check_scope(x)
+        if api not in ("load", "store"):
+            check_start_partition(x, api)
+            check_psum_tile(x, api, param)
     if isinstance(x, NkiTensor) and x.buffer in HBM_BUFFERS:
         fail("err_unsupported_memory",
              f"Expected operand '{param}' of '{api}' to be in address space 'psum|sbuf', "
@@ -148,7 +210,7 @@ def values(x):
 
 
 def free_size(shape):
-    return int(np.prod(shape[1:], dtype=np.int64)) if len(shape) > 1 else 1
+    return math.prod(shape[1:]) if len(shape) > 1 else 1
 
 
 def _dtype_of(x):
@@ -213,7 +275,7 @@ def copy(src, mask=None, dtype=None, **_kwargs):
     """Element-wise copy to a new SBUF tile, optional cast (spec 2.5; PSUM eviction)."""
     on_chip(src, "src", "copy")
     out = _result(np.array(values(src), copy=True), dtype or src.dtype, mask=mask)
-    trace.compute("tensor_copy", "scalar", [src], out, free_size(out.shape))
+    trace.compute("tensor_copy", "auto", [src], out, free_size(out.shape))
     return out
 
 
@@ -272,7 +334,8 @@ def elementwise(op, a, b, dtype=None, mask=None, operator=False, api=None):
     if len(full_tiles) >= 2:
         trace.compute("tensor_tensor", "vector", tiles, out, n, in_psum=any(t.buffer == "psum" for t in tiles))
     else:
-        trace.compute("tensor_scalar", "vector", tiles, out, n)
+        eng = "auto" if ops.op_name(op) in ("add", "subtract", "multiply") else "vector"
+        trace.compute("tensor_scalar", eng, tiles, out, n)
     return out
 
 
@@ -370,7 +433,11 @@ def matmul(x, y, transpose_x=False, mask=None, **_kwargs):
              f"nl.matmul expects x[M<=128, K<=128] and y[K<=128, N<=512], got "
              f"x{list(x.shape)} y{list(y.shape)} (transpose_x={transpose_x})")
     a = vx if transpose_x else vx.T  # the stationary operand (K, M)
-    res = np.matmul(a.T.astype(np.float32, copy=False), vy.reshape(y.shape[0], -1).astype(np.float32, copy=False))
+    if runtime.computing():
+        res = np.matmul(a.T.astype(np.float32, copy=False),
+                        vy.reshape(y.shape[0], -1).astype(np.float32, copy=False))
+    else:
+        res = np.zeros((m, free_size(y.shape)), np.float32)
     out = _result(res, np.float32, "psum", mask)
     n_mov = free_size(y.shape)
     if not transpose_x:

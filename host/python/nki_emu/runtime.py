@@ -20,6 +20,7 @@ class Loop:
         self.uid = Loop._next
         self.kind = kind
         self.iteration = 0
+        self.done = False  # set when the loop has exited (scope check, spec 2.4)
 
 
 class LoopIndex(int):
@@ -40,9 +41,10 @@ class Run:
     ``target``: "trn1"/"trn2"; ``tracer``: cost tracer or None (trace=False).
     """
 
-    def __init__(self, target="trn1", tracer=None):
+    def __init__(self, target="trn1", tracer=None, compute=True):
         self.target = target
         self.tracer = tracer
+        self.compute = compute
         self.loops = []
         self.writes = {}
 
@@ -84,6 +86,12 @@ def current():
     return _STACK[-1] if _STACK else None
 
 
+def computing():
+    """False inside a cost-only run (``nki_emu.run(..., compute=False)``): the expensive
+    arithmetic (matmuls, scans) is skipped and produces zeros."""
+    return not _STACK or _STACK[-1].compute
+
+
 def push(run):
     _STACK.append(run)
 
@@ -106,5 +114,6 @@ def loop_range(kind, args):
             yield make_index(value, loop, first)
             first = False
     finally:
+        loop.done = True
         if run is not None and run.loops and run.loops[-1] is loop:
             run.loops.pop()

@@ -7,6 +7,8 @@ tensor that shares the root's memory through an affine :class:`Layout`
 (no copy), or a gather view for out-of-bound / non-affine indices.
 Compute results are fresh SBUF (or PSUM) root tensors.
 """
+import math
+
 import numpy as np
 
 from . import dtypes, runtime
@@ -63,7 +65,7 @@ class NkiTensor:
     """
 
     __slots__ = ("root", "layout", "gather", "buffer", "dtype", "name", "par_axis", "immutable",
-                 "producer", "valid", "data", "uid", "depth", "version", "placed", "__weakref__")
+                 "producer", "valid", "data", "uid", "depth", "version", "placed", "site", "scope", "__weakref__")
 
     # --- construction ---------------------------------------------------------------
     @classmethod
@@ -76,7 +78,7 @@ class NkiTensor:
                  f"number of partitions {shape[par_axis]} exceed architecture limitation of {MAX_PARTITIONS}.")
         store = dtypes.storage(dtype)
         if data is None:
-            nbytes = int(np.prod(shape, dtype=np.int64)) * store.itemsize
+            nbytes = math.prod(shape) * store.itemsize
             if fill is None and store.kind == "f" and nbytes <= NAN_FILL_LIMIT:
                 data = np.full(shape, np.nan, dtype=store)
             elif fill is None or fill == 0:
@@ -96,6 +98,14 @@ class NkiTensor:
         t.uid = _UID[0]
         run = runtime.current()
         t.depth = len(run.loops) if run is not None else 0
+        t.scope = run.loops[-1] if (run is not None and run.loops) else None
+        t.site = None
+        if run is not None and run.tracer is not None and buffer in ON_CHIP:
+            # allocation site for the cost model's buffer rings: source line + loop kind
+            from .errors import _user_frame
+            filename, lineno = _user_frame()
+            kind = run.loops[-1].kind if run.loops else "sequential"
+            t.site = (filename, lineno, "sequential" if kind == "sequential" else "affine")
         return t
 
     @classmethod
@@ -117,7 +127,8 @@ class NkiTensor:
         v = NkiTensor.__new__(NkiTensor)
         v.root, v.buffer, v.dtype, v.name = self.root, self.buffer, self.dtype, self.root.name
         v.par_axis, v.immutable, v.producer, v.valid, v.data = 0, self.root.immutable, None, None, None
-        v.uid, v.depth, v.version, v.placed = self.root.uid, self.root.depth, 0, True
+        v.uid, v.depth, v.version, v.placed, v.site = self.root.uid, self.root.depth, 0, True, None
+        v.scope = self.root.scope
         if isinstance(layout, Gather):
             v.layout, v.gather = None, layout
         else:
@@ -137,7 +148,7 @@ class NkiTensor:
 
     @property
     def size(self):
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
     @property
     def itemsize(self):
@@ -203,7 +214,27 @@ class NkiTensor:
     def __getitem__(self, key):
         if self.gather is not None:
             raise IndexError("indexing a gathered (out-of-bound) view is not supported")
+        keys = key if isinstance(key, tuple) else (key,)
+        if any(isinstance(k, NkiTensor) for k in keys):
+            return self._indirect(keys)
         return self._view(resolve(self.layout, key, self.root.name))
+
+    def _indirect(self, keys):
+        """Indirect (runtime-index) access ``t[idx_tile[i_p, 0], i_f]`` (spec 2.2): only on
+        the partition/block dimension of an HBM tensor, for nl.load/nl.store (DMA)."""
+        for axis, k in enumerate(keys):
+            if isinstance(k, NkiTensor) and axis != 0:
+                fail("err_indirect_indices_free_dim",
+                     "Dynamic indexing for load/store only supports the indirect indexing to be on the "
+                     "partition or block dimension.")
+        if self.buffer not in HBM_BUFFERS:
+            fail("err_copy_dynamic_indirect_indices_not_natively_supported",
+                 "If indices are dynamic (i.e. known only at runtime), copying indirect memory references "
+                 "is not natively supported.")
+        idx = keys[0]
+        vals = np.asarray(idx.arr).astype(np.int64)
+        rest = [np.asarray(k) if not isinstance(k, (int, np.integer)) else k for k in keys[1:]]
+        return self._view(resolve(self.layout, (vals,) + tuple(rest), self.root.name))
 
     def __setitem__(self, key, value):
         from .assign import assign
@@ -212,7 +243,7 @@ class NkiTensor:
     def reshape(self, shape):
         """HBM view with a new shape (no copy); spec 2.2."""
         shape = tuple(int(d) for d in (shape if isinstance(shape, (tuple, list)) else (shape,)))
-        if int(np.prod(shape)) != self.size:
+        if math.prod(shape) != self.size:
             raise ValueError(f"cannot reshape tensor of shape {self.shape} into {shape}")
         if self.layout is None or not np.asarray(self.arr).flags.c_contiguous:
             raise ValueError("reshape needs a contiguous tensor")
@@ -303,6 +334,15 @@ def from_numpy(array, name, immutable=True):
     """Kernel argument: an immutable shared-HBM tensor wrapping ``array`` (no copy if contiguous)."""
     array = np.ascontiguousarray(array)
     return NkiTensor.allocate(array.shape, array.dtype, "shared_hbm", name=name, data=array, immutable=immutable)
+
+
+def start_partition(t):
+    """First partition a view of an on-chip tensor starts at (0 for roots and gathers)."""
+    if t.root is t or t.layout is None:
+        return 0
+    root = t.root
+    stride = root.layout.strides[root.par_axis]
+    return (t.layout.offset // stride) % root.layout.shape[root.par_axis]
 
 
 def as_tile(x, what="operand"):

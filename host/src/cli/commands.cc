@@ -10,6 +10,8 @@
 #include <spdlog/spdlog.h>
 
 #include "core/errors.h"
+#include "core/journal.h"
+#include "core/text.h"
 #include "core/progress.h"
 #include "core/run_dir.h"
 #include "pipeline/executor.h"
@@ -17,6 +19,7 @@
 #include "pipeline/validator.h"
 #include "plugin/registry.h"
 #include "python/interpreter.h"
+#include "worker/isolated_call.h"
 
 namespace accelopt::cli {
 namespace {
@@ -62,9 +65,27 @@ nlohmann::json Versions() {
   return versions;
 }
 
+// For --resume: the pipeline file and --set values recorded in run.json.
+bool LoadResumeOptions(RunOptions& options) {
+  auto path = std::filesystem::path(options.resume) / "run.json";
+  try {
+    auto run = nlohmann::json::parse(ReadFile(path));
+    options.pipeline = run.at("pipeline").get<std::string>();
+    options.sets = run.value("sets", std::vector<std::string>{});
+    options.run_dir = options.resume;
+    return true;
+  } catch (const std::exception& error) {
+    std::cerr << path.string() << ": error: cannot resume: " << error.what() << "\n";
+    return false;
+  }
+}
+
 }  // namespace
 
-int RunCommand(const RunOptions& options, const std::vector<std::string>& argv) {
+int RunCommand(const RunOptions& given, const std::vector<std::string>& argv) {
+  RunOptions options = given;
+  const bool resume = !options.resume.empty();
+  if (resume && !LoadResumeOptions(options)) return kExitUsage;
   StageRegistry registry;
   LoadRegistry(registry);
   auto prepared = Prepare(options.pipeline, options.sets, registry);
@@ -84,10 +105,30 @@ int RunCommand(const RunOptions& options, const std::vector<std::string>& argv) 
     return kExitUsage;
   }
   nlohmann::json run_json = {{"pipeline", pipeline.file.string()}, {"name", pipeline.name}, {"argv", argv},
-                             {"versions", Versions()}, {"started_at", UtcNowIso()}, {"status", "running"},
-                             {"run_dir", run_dir->path().string()}};
+                             {"sets", options.sets}, {"versions", Versions()}, {"started_at", UtcNowIso()},
+                             {"status", "running"}, {"run_dir", run_dir->path().string()}};
+  if (resume) {
+    try {
+      auto previous = nlohmann::json::parse(ReadFile(run_dir->path() / "run.json"));
+      run_json["started_at"] = previous.value("started_at", run_json["started_at"].get<std::string>());
+      run_json["resumes"] = previous.value("resumes", 0) + 1;
+      if (ReadFile(run_dir->path() / "pipeline.resolved.yaml") != pipeline.resolved_yaml) {
+        spdlog::warn("the pipeline changed since this run started; stages whose inputs changed run again");
+      }
+    } catch (const std::exception& error) {
+      spdlog::warn("resume: {}", error.what());
+    }
+  }
   run_dir->WriteText("pipeline.resolved.yaml", pipeline.resolved_yaml);
   run_dir->WriteJson("run.json", run_json);
+  std::unique_ptr<Journal> journal;
+  try {
+    journal = std::make_unique<Journal>(run_dir->path() / "journal.jsonl");
+    journal->Append({{"event", resume ? "run_resumed" : "run_started"}, {"pipeline", pipeline.file.string()}});
+  } catch (const std::exception& error) {
+    std::cerr << "error: " << error.what() << "\n";
+    return kExitUsage;
+  }
   spdlog::info("run {} → {}", pipeline.name, run_dir->path().string());
 
   std::unique_ptr<RunServices> services;
@@ -104,7 +145,11 @@ int RunCommand(const RunOptions& options, const std::vector<std::string>& argv) 
   Executor executor(pipeline, stages, *run_dir, progress);
   executor.SetCancelFlag(g_cancel);
   if (options.max_parallel > 0) executor.SetParallelCap(options.max_parallel);
+  executor.SetResume(resume);
+  executor.SetJournal(journal.get());
   RunResult result = executor.Run();
+  journal->Append({{"event", "run_finished"}, {"status", result.status}, {"reused", executor.reused()}});
+  if (resume) spdlog::info("resume: reused {} finished stage/item results", executor.reused());
   progress.Clear();
 
   run_json["status"] = result.status;
@@ -163,6 +208,34 @@ int StagesCommand(bool as_json) {
   return kExitOk;
 }
 
+namespace {
+
+// `profile --isolation worker`: one sandboxed worker with a private scratch dir.
+nlohmann::json ProfileInWorker(const ProfileOptions& options, const nlohmann::json& request) {
+  worker::PoolOptions pool_options;
+  pool_options.workers = 1;
+  pool_options.config.memory_bytes = worker::ParseByteSize(options.memory_limit);
+  std::string scratch_template = (std::filesystem::temp_directory_path() / "accelopt-profile-XXXXXX").string();
+  if (mkdtemp(scratch_template.data()) == nullptr) throw std::runtime_error("cannot create a scratch directory");
+  pool_options.config.scratch_root = scratch_template;
+  nlohmann::json result;
+  {
+    worker::WorkerPool pool(pool_options);
+    try {
+      result = worker::IsolatedCall(pool, "accelopt.profile", "profile_kernel", request, {{"timeout_s", options.timeout_s}});
+    } catch (...) {
+      std::error_code ignored;
+      std::filesystem::remove_all(scratch_template, ignored);
+      throw;
+    }
+  }
+  std::error_code ignored;
+  std::filesystem::remove_all(scratch_template, ignored);
+  return result;
+}
+
+}  // namespace
+
 int ProfileCommand(const ProfileOptions& options) {
   try {
     python::Initialize();
@@ -177,10 +250,22 @@ int ProfileCommand(const ProfileOptions& options) {
                             {"rel_tol", options.rel_tol}};
   nlohmann::json result;
   try {
-    result = python::CallJson("accelopt.profile", "profile_kernel", request);
+    if (options.isolation == "inprocess") {
+      result = python::CallJson("accelopt.profile", "profile_kernel", request);
+    } else {
+      result = ProfileInWorker(options, request);
+    }
   } catch (const python::PythonError& error) {
     result = {{"compiled", false}, {"correct", false}, {"latency_ms", nullptr}, {"metrics", nlohmann::json::object()},
               {"error", {{"kind", "host_error"}, {"message", error.what()}, {"traceback", error.traceback()}}}};
+  } catch (const std::invalid_argument& error) {
+    std::cerr << "error: " << error.what() << "\n";
+    return kExitUsage;
+  } catch (const std::exception& error) {  // StageError (worker failures), spawn failures
+    std::string kind = "worker_error";
+    if (auto* stage_error = dynamic_cast<const StageError*>(&error)) kind = stage_error->kind();
+    result = {{"compiled", false}, {"correct", false}, {"latency_ms", nullptr}, {"metrics", nlohmann::json::object()},
+              {"error", {{"kind", kind}, {"message", error.what()}, {"traceback", ""}}}};
   }
   if (options.json) {
     std::cout << result.dump(2) << "\n";

@@ -17,6 +17,7 @@ struct RunOptions {
   std::string pipeline;
   std::vector<std::string> sets;
   std::string run_dir;
+  std::string resume;  // run directory to continue (then pipeline/sets come from its run.json)
   int max_parallel = 0;  // 0 = no global cap beyond the stages' own
   int workers = 0;       // worker processes for untrusted candidates; 0 = default
 };
@@ -33,6 +34,9 @@ struct ProfileOptions {
   std::string target = "trn1";
   double rel_tol = 2e-5;
   bool json = false;
+  std::string isolation = "worker";  // "worker" (sandboxed process) or "inprocess"
+  double timeout_s = 300;            // wall-clock limit of the worker call, s
+  std::string memory_limit = "4G";   // worker address-space limit (bytes, or K/M/G/T suffix)
 };
 int ProfileCommand(const ProfileOptions& options);
 

@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
+#include "worker/worker_main.h"
 
 int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);  // libcurl and pipes to workers: report EPIPE, don't die
@@ -25,10 +26,14 @@ int main(int argc, char** argv) {
 
   accelopt::cli::RunOptions run;
   auto* run_cmd = app.add_subcommand("run", "Run a pipeline");
-  run_cmd->add_option("pipeline", run.pipeline, "Pipeline YAML file")->required();
+  auto* pipeline_arg = run_cmd->add_option("pipeline", run.pipeline, "Pipeline YAML file");
+  auto* resume_opt = run_cmd->add_option("--resume", run.resume, "Continue an interrupted run in RUN_DIR (finished stages and items are reused)");
+  pipeline_arg->excludes(resume_opt);
   run_cmd->add_option("--set", run.sets, "Override KEY=VALUE (vars.x=1, backend.target=trn2); repeatable");
   run_cmd->add_option("--run-dir", run.run_dir, "Directory for this run's files (default runs/<timestamp>-<name>)");
   run_cmd->add_option("--max-parallel", run.max_parallel, "Cap on items in flight in any for_each")->check(CLI::PositiveNumber);
+  run_cmd->add_option("--workers", run.workers, "Worker processes for untrusted candidates (default: number of cores)")
+      ->check(CLI::PositiveNumber);
 
   std::string validate_pipeline;
   std::vector<std::string> validate_sets;
@@ -49,6 +54,25 @@ int main(int argc, char** argv) {
   profile_cmd->add_option("--target", profile.target, "trn1 or trn2")->check(CLI::IsMember({"trn1", "trn2"}));
   profile_cmd->add_option("--rel-tol", profile.rel_tol, "Relative L2 tolerance (default 2e-5)")->check(CLI::PositiveNumber);
   profile_cmd->add_flag("--json", profile.json, "Print one JSON object");
+  profile_cmd->add_option("--isolation", profile.isolation, "worker (default: a sandboxed worker process) or inprocess (trusted kernels)")
+      ->check(CLI::IsMember({"worker", "inprocess"}));
+  profile_cmd->add_option("--timeout", profile.timeout_s, "Wall-clock limit in seconds for the kernel (worker isolation; default 300)")
+      ->check(CLI::PositiveNumber);
+  profile_cmd->add_option("--memory-limit", profile.memory_limit, "Address-space limit of the worker, e.g. 4G or 512M (default 4G)");
+
+  // Internal: one worker process of the pool (docs/isolation.md); not for users.
+  accelopt::worker::WorkerMainOptions worker;
+  std::string worker_memory = "0", worker_cpu = "0";
+  bool worker_no_sandbox = false;
+  auto* worker_cmd = app.add_subcommand("worker", "");
+  worker_cmd->group("");  // hidden from --help
+  worker_cmd->add_option("--id", worker.id);
+  worker_cmd->add_option("--parent", worker.parent_pid);
+  worker_cmd->add_option("--scratch", worker.scratch);
+  worker_cmd->add_option("--python-path", worker.python_paths);
+  worker_cmd->add_option("--memory", worker_memory);
+  worker_cmd->add_option("--cpu", worker_cpu);
+  worker_cmd->add_flag("--no-sandbox", worker_no_sandbox);
 
   try {
     app.parse(argc, argv);
@@ -58,8 +82,23 @@ int main(int argc, char** argv) {
   }
   spdlog::set_level(spdlog::level::from_str(log_level));
 
+  if (*worker_cmd) {
+    worker.memory_bytes = std::strtoull(worker_memory.c_str(), nullptr, 10);
+    worker.cpu_seconds = std::strtoull(worker_cpu.c_str(), nullptr, 10);
+    worker.sandbox = !worker_no_sandbox;
+    int code = accelopt::worker::WorkerMain(worker);
+    spdlog::default_logger()->flush();
+    std::_Exit(code);  // no static destructors: the interpreter is never finalised
+  }
+
   std::vector<std::string> args(argv, argv + argc);
-  if (*run_cmd) return accelopt::cli::RunCommand(run, args);
+  if (*run_cmd) {
+    if (run.pipeline.empty() && run.resume.empty()) {
+      std::cerr << "run: give a PIPELINE file or --resume RUN_DIR\n" << run_cmd->help();
+      return accelopt::cli::kExitUsage;
+    }
+    return accelopt::cli::RunCommand(run, args);
+  }
   if (*validate_cmd) return accelopt::cli::ValidateCommand(validate_pipeline, validate_sets);
   if (*stages_cmd) return accelopt::cli::StagesCommand(stages_json);
   if (*profile_cmd) return accelopt::cli::ProfileCommand(profile);

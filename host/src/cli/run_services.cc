@@ -1,22 +1,138 @@
 #include "cli/run_services.h"
 
+#include <spdlog/spdlog.h>
+
+#include "core/errors.h"
+#include "llm/client_registry.h"
+#include "llm/curl_chat_client.h"
+#include "llm/llm_error.h"
+#include "llm/usage_ledger.h"
 #include "plugin/host_services.h"
+#include "worker/isolated_call.h"
 
 namespace accelopt::cli {
 namespace {
 
-class NoServices : public RunServices {
+using nlohmann::json;
+
+// ---- LLM endpoints (llm: block) -------------------------------------------
+
+// The `llm_chat` host service over a ClientRegistry. Request (AccelHostApi::llm_chat):
+//   {"endpoint"?: name (default "default"), "messages": [...], "temperature"?, "max_tokens"?,
+//    "seed"?: int, "extra"?: {...}}
+// or {"describe": true, "endpoint"?: name} -> {"available", "endpoint", "model", "replaying"}
+// without calling the model. Response: content, reasoning, finish_reason, model, request_id,
+// prompt_tokens, completion_tokens, latency_ms (ms), attempts, replayed, cost_usd (USD,
+// at the endpoint's configured prices).
+json LlmChat(llm::ClientRegistry& registry, const json& request, const std::string& stage_id) {
+  if (!request.is_object()) throw StageError("llm_config", "llm_chat: the request must be a JSON object");
+  const std::string endpoint = request.value("endpoint", std::string("default"));
+  if (request.value("describe", false)) {
+    if (!registry.Has(endpoint)) {
+      std::string known;
+      for (const auto& name : registry.Names()) known += (known.empty() ? "" : ", ") + name;
+      return {{"available", false}, {"endpoint", endpoint},
+              {"reason", "no LLM endpoint '" + endpoint + "' (configured: " + (known.empty() ? "none" : known) + ")"}};
+    }
+    const auto& config = registry.Config(endpoint);
+    return {{"available", true}, {"endpoint", endpoint}, {"model", config.model}, {"replaying", registry.Replaying()}};
+  }
+  llm::ChatRequest chat;
+  chat.endpoint = endpoint;
+  chat.stage = stage_id;
+  chat.messages = request.value("messages", json::array());
+  if (request.contains("temperature") && request["temperature"].is_number()) chat.temperature = request["temperature"].get<double>();
+  if (request.contains("max_tokens") && request["max_tokens"].is_number_integer()) chat.max_tokens = request["max_tokens"].get<int>();
+  if (request.contains("extra") && request["extra"].is_object()) chat.extra = request["extra"];
+  if (request.contains("seed") && request["seed"].is_number_integer()) chat.extra["seed"] = request["seed"];
+  try {
+    llm::ChatClient& client = registry.Get(endpoint);
+    llm::ChatResponse response = client.Complete(chat);
+    const auto& config = registry.Config(endpoint);
+    return {{"content", response.content},
+            {"reasoning", response.reasoning},
+            {"finish_reason", response.finish_reason},
+            {"model", response.model.empty() ? config.model : response.model},
+            {"request_id", response.request_id},
+            {"prompt_tokens", response.prompt_tokens},
+            {"completion_tokens", response.completion_tokens},
+            {"latency_ms", response.latency_ms},
+            {"attempts", response.attempts},
+            {"replayed", response.replayed},
+            {"cost_usd", llm::EstimateCostUsd(response.prompt_tokens, response.completion_tokens,
+                                              config.price_per_mtok_in, config.price_per_mtok_out)}};
+  } catch (const llm::LlmError& error) {
+    json details = error.ToJson().value("details", json::object());
+    throw StageError(error.kind_name(), error.what(), details);
+  }
+}
+
+class Services : public RunServices {
  public:
-  ~NoServices() override { GlobalHostServices() = HostServices{}; }
+  ~Services() override { GlobalHostServices() = HostServices{}; }
+
+  /// {"llm": {"mode", "replay", "transcript", "endpoints", "usage": ledger summary}} or null.
+  json Summary() const override {
+    json summary = nullptr;
+    if (llm_) {
+      json llm = llm_->Describe();
+      llm["usage"] = llm_->Ledger().Summary();
+      summary["llm"] = llm;
+    }
+    if (workers_) {
+      if (json workers = workers_->Summary(); !workers.is_null()) summary["workers"] = workers;
+    }
+    return summary;
+  }
+
+  std::unique_ptr<llm::ClientRegistry> llm_;
+  std::unique_ptr<worker::ScopedWorkerPool> workers_;  // isolated_call: started on first use
 };
+
+// Builds the registry from the `llm:` block (+ env overrides). Returns null when no
+// endpoint is configured and nothing is replayed. Throws ConfigError.
+std::unique_ptr<llm::ClientRegistry> StartLlm(const Pipeline& pipeline, const RunDirectory& run_dir) {
+  llm::RegistryOptions options;
+  options.run_dir = run_dir.path();
+  options.base_dir = pipeline.file.parent_path();
+  std::unique_ptr<llm::ClientRegistry> registry;
+  try {
+    registry = std::make_unique<llm::ClientRegistry>(pipeline.llm, options);
+  } catch (const llm::LlmError& error) {
+    throw ConfigError(SourceLocation{pipeline.file.string(), 0, 0}, error.what());
+  }
+  if (registry->Names().empty()) {
+    spdlog::debug("LLM: no endpoint configured (llm: block, or ACCELOPT_LLM_BASE_URL + ACCELOPT_LLM_MODEL)");
+    return nullptr;
+  }
+  json described = registry->Describe();
+  for (const auto& [name, endpoint] : described["endpoints"].items()) {
+    spdlog::info("LLM endpoint '{}': model {} {}", name, endpoint.value("model", "?"),
+                 registry->Replaying() ? "(replaying " + described.value("replay", json("")).dump() + ")"
+                                       : "at " + endpoint.value("base_url", "?"));
+  }
+  return registry;
+}
 
 }  // namespace
 
 std::unique_ptr<RunServices> StartRunServices(const Pipeline& pipeline, const RunDirectory& run_dir,
                                               const ServiceOptions& options) {
-  // LLM endpoints (issue: optimization loop) and the worker pool (issue:
-  // isolated evaluation) are installed here as they land.
-  return std::make_unique<NoServices>();
+  auto services = std::make_unique<Services>();
+  llm::GlobalInit();
+  services->llm_ = StartLlm(pipeline, run_dir);
+  if (services->llm_) {
+    llm::ClientRegistry* registry = services->llm_.get();
+    GlobalHostServices().llm_chat = [registry](const json& request, const std::string& stage_id) {
+      return LlmChat(*registry, request, stage_id);
+    };
+  }
+  // Worker processes for untrusted candidates (docs/isolation.md).
+  worker::PoolOptions pool;
+  pool.workers = options.workers;
+  pool.config.scratch_root = (run_dir.path() / "workers").string();
+  services->workers_ = std::make_unique<worker::ScopedWorkerPool>(pool);
+  return services;
 }
 
 }  // namespace accelopt::cli

@@ -263,6 +263,10 @@ void CreateViewMetatables(lua_State* L, Context& ctx) {
 }  // namespace detail
 
 void PushJsonView(lua_State* L, const json& value) {
+  if (value.is_null()) {
+    lua_pushnil(L);  // in expressions null is nil, so it is falsy
+    return;
+  }
   if (!value.is_structured()) {
     PushJsonAt(L, value, 0);
     return;

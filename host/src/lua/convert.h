@@ -31,9 +31,10 @@ inline constexpr int kMaxDepth = 64;
 /// error when nesting exceeds kMaxDepth or memory runs out.
 void PushJson(lua_State* L, const nlohmann::json& value);
 
-/// Pushes a lazy, read-only view of `value` (expressions): scalars are pushed
-/// as Lua values, objects/arrays as userdata that convert members on access.
-/// `value` must outlive the state. Protected mode only.
+/// Pushes a lazy, read-only view of `value` (expressions): null is pushed as
+/// nil (falsy), other scalars as Lua values, objects/arrays as userdata that
+/// convert members on access (`#`, indexing, pairs/ipairs, == by value,
+/// tostring gives JSON). `value` must outlive the state. Protected mode only.
 void PushJsonView(lua_State* L, const nlohmann::json& value);
 
 /// Converts the Lua value at `index` to JSON. Does not allocate in the Lua

@@ -199,13 +199,17 @@ constexpr char kFailure[] = "failure";
 constexpr char kCancelled[] = "cancelled";
 
 /// __index of the expression _ENV (upvalue 1: builtins table). Context keys
-/// win over builtins; unknown names are errors.
+/// win over builtins; `null` is nil; unknown names are errors.
 int GlobalIndex(lua_State* L, Context& ctx) {
   const json* context = ctx.expression_context;
   if (lua_type(L, 2) == LUA_TSTRING) {
     size_t n = 0;
     const char* name = lua_tolstring(L, 2, &n);
     std::string key(name, n);
+    if (key == "null" && !(context != nullptr && context->is_object() && context->contains(key))) {
+      lua_pushnil(L);
+      return 1;
+    }
     if (context != nullptr && context->is_object() && key.rfind("__", 0) != 0) {
       auto it = context->find(key);
       if (it != context->end()) {
@@ -219,8 +223,13 @@ int GlobalIndex(lua_State* L, Context& ctx) {
   lua_pop(L, 1);
   std::string known;
   if (context != nullptr && context->is_object()) {
+    int listed = 0;
     for (const auto& [key, value] : context->items()) {
       if (key.rfind("__", 0) == 0) continue;
+      if (++listed > 20) {
+        known += ", ...";
+        break;
+      }
       known += known.empty() ? "" : ", ";
       known += key;
     }
@@ -308,8 +317,6 @@ void PushExpressionEnv(lua_State* L, Context&) {
                                         {"cancelled", Trampoline<StatusIs<kCancelled>>},
                                         {nullptr, nullptr}};
   luaL_setfuncs(L, kFunctions, 0);
-  lua_rawgetp(L, LUA_REGISTRYINDEX, &kNullKey);
-  lua_setfield(L, builtins, "null");
 
   lua_newtable(L);  // the _ENV proxy
   lua_createtable(L, 0, 3);

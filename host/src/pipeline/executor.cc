@@ -206,6 +206,8 @@ Executor::StageRecord Executor::RunStage(const StageSpec& spec, const fs::path& 
   }
   run_dir_.WriteJson(dir / "status.json", {{"status", record.status}, {"attempts", attempts},
                                            {"seconds", SecondsSince(start)}, {"error", record.error}});
+  Record({{"event", "stage_finished"}, {"stage", spec.id}, {"dir", fs::relative(dir, run_dir_.path()).string()},
+          {"status", record.status}, {"reused", attempts == 0}});
   progress_.StageFinished(spec.id, record.status, SecondsSince(start));
   return record;
 }
@@ -224,6 +226,16 @@ json Executor::Invoke(const StageSpec& spec, const fs::path& dir, const json& co
     resolved[name] = ResolveValue(value, context, where);
   }
   json with = ApplyDefaults(resolved, params);
+  if (auto previous = Reusable(dir, with)) {
+    log->Write(2, "reusing the outputs of an earlier attempt (resume)");
+    ++reused_;
+    *attempts = 0;
+    return *previous;
+  }
+  // A directory left by an interrupted attempt holds nothing we can trust.
+  std::error_code ignored;
+  fs::remove(dir / "outputs.json", ignored);
+  fs::remove(dir / "status.json", ignored);
   run_dir_.WriteJson(dir / "inputs.json", {{"uses", spec.uses}, {"with", with}});
   CheckResolvedTypes(with, params, stage->Uses());
 
@@ -255,6 +267,28 @@ json Executor::Invoke(const StageSpec& spec, const fs::path& dir, const json& co
     }
     int64_t delay_ms = spec.retry.backoff_ms << std::min(attempt - 1, 10);
     std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+  }
+}
+
+void Executor::Record(json event) {
+  if (!journal_) return;
+  try {
+    journal_->Append(std::move(event));
+  } catch (const std::exception& error) {
+    spdlog::warn("journal: {}", error.what());
+  }
+}
+
+std::optional<json> Executor::Reusable(const fs::path& dir, const json& with) const {
+  if (!resume_) return std::nullopt;
+  try {
+    if (!fs::exists(dir / "status.json") || !fs::exists(dir / "outputs.json")) return std::nullopt;
+    json status = json::parse(ReadFile(dir / "status.json"));
+    json inputs = json::parse(ReadFile(dir / "inputs.json"));
+    if (status.value("status", "") != "ok" || inputs.value("with", json()) != with) return std::nullopt;
+    return json::parse(ReadFile(dir / "outputs.json"));
+  } catch (const std::exception&) {
+    return std::nullopt;  // unreadable or half-written: run again
   }
 }
 
@@ -299,10 +333,12 @@ Executor::StageRecord Executor::RunForEach(const StageSpec& spec, const fs::path
         outputs[i] = Invoke(spec, dir / name, item_context, spec.id + "[" + std::to_string(i) + "]", &attempts);
         if (outputs[i].is_object() && outputs[i].value("ok", true) == false) not_ok++;
         run_dir_.WriteJson(dir / name / "status.json", {{"status", "ok"}, {"attempts", attempts}});
+        Record({{"event", "item_finished"}, {"stage", spec.id}, {"item", i}, {"status", "ok"}, {"reused", attempts == 0}});
       } catch (const StageError& error) {
         errors++;
         outputs[i] = {{"ok", false}, {"error", error.ToJson()}, {"item", items[i]}};
         run_dir_.WriteJson(dir / name / "status.json", {{"status", "failed"}, {"attempts", attempts}, {"error", error.ToJson()}});
+        Record({{"event", "item_finished"}, {"stage", spec.id}, {"item", i}, {"status", "failed"}, {"kind", error.kind()}});
         spdlog::error("{}[{}] failed ({}): {}", spec.id, i, error.kind(), error.what());
       }
       progress_.Item(spec.id, ++done, total, "");

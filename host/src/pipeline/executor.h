@@ -15,10 +15,12 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "core/journal.h"
 #include "core/progress.h"
 #include "core/run_dir.h"
 #include "pipeline/model.h"
@@ -47,6 +49,17 @@ class Executor {
   /// Maximum items in flight across a for_each, whatever max_parallel says.
   void SetParallelCap(int cap) { parallel_cap_ = cap; }
 
+  /// Resume mode: a stage or item whose directory already holds
+  /// status.json with status "ok" and inputs.json with the same resolved
+  /// `with` is not run again; its outputs.json is reused.
+  void SetResume(bool resume) { resume_ = resume; }
+
+  /// Journal receiving stage/item events (optional).
+  void SetJournal(Journal* journal) { journal_ = journal; }
+
+  /// Number of stage invocations reused from an earlier attempt.
+  int reused() const { return reused_.load(); }
+
   RunResult Run();
 
  private:
@@ -56,8 +69,10 @@ class Executor {
   StageRecord RunStage(const StageSpec& spec, const std::filesystem::path& dir, Scope& scope);
   StageRecord RunLoop(const StageSpec& spec, const std::filesystem::path& dir, Scope& scope);
   StageRecord RunForEach(const StageSpec& spec, const std::filesystem::path& dir, const nlohmann::json& context);
+  std::optional<nlohmann::json> Reusable(const std::filesystem::path& dir, const nlohmann::json& with) const;
   nlohmann::json Invoke(const StageSpec& spec, const std::filesystem::path& dir, const nlohmann::json& context,
                         const std::string& label, int* attempts);
+  void Record(nlohmann::json event);
   bool Cancelled() const { return cancelled_ && cancelled_->load(); }
 
   const Pipeline& pipeline_;
@@ -66,6 +81,9 @@ class Executor {
   Progress& progress_;
   std::shared_ptr<std::atomic<bool>> cancelled_;
   int parallel_cap_ = 64;
+  bool resume_ = false;
+  Journal* journal_ = nullptr;
+  std::atomic<int> reused_{0};
   bool failed_ = false;
   RunResult result_;
   std::mutex result_mutex_;

@@ -61,6 +61,10 @@ TEST_CASE("lua expression: comparisons and logic", "[lua][expression]") {
   CHECK(Eval("vars.n ~= 4 or not stages.baseline.outputs.ok") == false);
   CHECK(Eval("stages.baseline.outputs.latency_ms < 2.0") == true);
   CHECK(Eval("vars.opt == null") == true);
+  CHECK(Eval("vars.opt == nil") == true);
+  CHECK(Eval("not vars.opt") == true);  // null is falsy in expressions
+  CHECK(Eval("vars.opt or 'fallback'") == "fallback");
+  CHECK(Eval("null").is_null());
   CHECK(Eval("vars.missing == nil") == true);
   CHECK(Eval("vars.n > 3 and 'big' or 'small'") == "big");
   CHECK(Eval("stages.baseline.outputs.rows[2].id") == 2);

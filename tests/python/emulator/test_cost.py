@@ -1,6 +1,8 @@
 """Cost model tests on hand-built instruction sequences (spec 3.3, 3.4, 3.6, 5.2)."""
 import numpy as np
 
+from dataclasses import replace
+
 from nki_emu.cost import formulas, targets
 from nki_emu.cost.residency import Residency
 from nki_emu.cost.scheduler import Scheduler
@@ -9,42 +11,44 @@ T1 = targets.get("trn1")
 
 
 def test_documented_formulas():
-    assert formulas.cycles("nc_matmul", 512, {"n_stationary": 128, "fp32": True}, T1) == 4 * 512
-    assert formulas.cycles("nc_matmul", 128, {"n_stationary": 128, "fp32": True, "onezero": True}, T1) == 256
-    assert formulas.cycles("nc_matmul", 16, {"n_stationary": 128, "fp32": False}, T1) == 64
-    assert formulas.cycles("activation", 10, {}, T1) == 64  # MIN_II
-    assert formulas.cycles("tensor_tensor", 512, {}, T1) == 1024
-    assert formulas.cycles("tensor_tensor", 512, {"in_psum": True}, T1) == 512
-    assert formulas.cycles("tensor_tensor_scan", 512, {}, T1) == 1024
-    assert formulas.cycles("iota", 10, {}, T1) == 160
+    c = formulas.cycles
+    assert c("nc_matmul", 512, {"n_stationary": 128, "fp32": True}, "tensor", T1) == 4 * 512
+    assert c("nc_matmul", 128, {"n_stationary": 128, "fp32": True, "onezero": True}, "tensor", T1) == 256
+    assert c("nc_matmul", 16, {"n_stationary": 128, "fp32": False}, "tensor", T1) == 64
+    assert c("activation", 10, {}, "scalar", T1) == 64  # MIN_II
+    assert c("tensor_tensor", 512, {}, "vector", T1) == 1024
+    assert c("tensor_tensor", 512, {"in_psum": True}, "vector", T1) == 512
+    assert c("tensor_tensor_scan", 512, {}, "vector", T1) == 1024
+    assert c("iota", 10, {}, "gpsimd", T1) == 160
+    assert c("nc_transpose", 20, {"partitions": 20}, "vector", T1) == 64
 
 
 def test_engines_run_in_parallel_and_in_order():
     s = Scheduler(T1)
-    r = [(1, range(0, 1), 0, 10)]
+    r = [(1, 0, 0, 0, 10)]
     s.compute("vector", 100.0, [], r, [], False, True)
-    s.compute("vector", 100.0, [], [(2, range(0, 1), 0, 10)], [], False, True)
-    _, end = s.compute("scalar", 50.0, [], [(3, range(0, 1), 0, 10)], [], False, False)
+    s.compute("vector", 100.0, [], [(2, 0, 0, 0, 10)], [], False, True)
+    _, end = s.compute("scalar", 50.0, [], [(3, 0, 0, 0, 10)], [], False, False)
     assert end == 50.0 and s.free["vector"] == 200.0
 
 
 def test_dependency_adds_semaphore_latency():
     s = Scheduler(T1)
-    s.compute("vector", 100.0, [], [(1, range(0, 1), 0, 10)], [], False, True)
-    start, _ = s.compute("scalar", 10.0, [(1, range(0, 1), 5, 6)], [], [], False, False)
+    s.compute("vector", 100.0, [], [(1, 0, 0, 0, 10)], [], False, True)
+    start, _ = s.compute("scalar", 10.0, [(1, 0, 0, 5, 6)], [], [], False, False)
     assert start == 100.0 + T1.sync_ns
-    start2, _ = s.compute("scalar", 10.0, [(1, range(0, 1), 20, 30)], [], [], False, False)
+    start2, _ = s.compute("scalar", 10.0, [(1, 0, 0, 20, 30)], [], [], False, False)
     assert start2 == start + 10.0  # no overlap with the written span: only queue order
 
 
 def test_trn1_shared_psum_port_serialises_vector_and_scalar():
     s = Scheduler(T1)
-    s.compute("vector", 100.0, [], [(1, range(0, 1), 0, 1)], [(9, 0)], True, True)
-    start, _ = s.compute("scalar", 10.0, [(5, range(0, 1), 0, 1)], [], [(9, 0)], True, False)
+    s.compute("vector", 100.0, [], [(1, 0, 0, 0, 1)], [(9, 0)], True, True)
+    start, _ = s.compute("scalar", 10.0, [(5, 0, 0, 0, 1)], [], [(9, 0)], True, False)
     assert start >= 100.0
     s2 = Scheduler(targets.get("trn2"))
-    s2.compute("vector", 100.0, [], [(1, range(0, 1), 0, 1)], [(9, 0)], True, True)
-    start2, _ = s2.compute("scalar", 10.0, [(5, range(0, 1), 0, 1)], [], [(9, 0)], True, False)
+    s2.compute("vector", 100.0, [], [(1, 0, 0, 0, 1)], [(9, 0)], True, True)
+    start2, _ = s2.compute("scalar", 10.0, [(5, 0, 0, 0, 1)], [], [(9, 0)], True, False)
     assert start2 == 0.0
 
 
@@ -52,7 +56,7 @@ def test_dma_model_bandwidth_and_queues():
     s = Scheduler(T1)
     nbytes = 128 * 4096
     start, end = s.dma(128, nbytes, 128, [], [])
-    occupancy = (128 / 16) * T1.dma_desc_ns + nbytes / 16 / 17.0
+    occupancy = T1.dma_fixed_ns + (128 / 16) * T1.dma_desc_ns + nbytes / 16 / 17.0
     assert start == 0.0 and abs(end - (T1.dma_latency_ns + occupancy)) < 1e-6
     start2, _ = s.dma(8, 4096, 8, [], [])  # one queue only, all 16 busy -> waits
     assert abs(start2 - occupancy) < 1e-6
@@ -110,3 +114,57 @@ def test_profile_fields_of_a_run():
     act_ns = 512 / 1.4
     assert abs(p["engine_busy_ms"]["scalar"] - act_ns * 1e-6) < 1e-9
     assert nki_emu.run(k, [np.ones((128, 512), np.float32)], target="trn2").profile["target_status"] == "unvalidated"
+
+
+def test_buffer_ring_makes_new_tile_wait_for_last_reader():
+    t = replace(T1, buffers_affine=2)
+    s = Scheduler(t)
+    site = ("kernel.py", 10)
+    # tiles A, B, C of one allocation site with 2 physical buffers: C reuses A's buffer
+    s.compute("vector", 100.0, [], [(1, 0, 0, 0, 1)], place=[((1, 0), site, 2)], uses=[(1, 0)])
+    s.compute("scalar", 500.0, [(1, 0, 0, 0, 1)], [], uses=[(1, 0)])  # reads A until 100+sync+500
+    s.compute("vector", 10.0, [], [(1, 1, 1, 0, 1)], place=[((1, 1), site, 2)], uses=[(1, 1)])
+    start, _ = s.compute("vector", 10.0, [], [(1, 2, 2, 0, 1)], place=[((1, 2), site, 2)], uses=[(1, 2)])
+    assert start == 100.0 + t.sync_ns + 500.0
+    assert t.buffers("affine", 200 * 1024) == 1 and t.buffers("sequential", 64) == t.buffers_sequential
+
+
+def test_replay_with_other_knobs_and_cost_only_path():
+    import nki_emu
+    from nki_emu.cost import tracer
+    nki_emu.install()
+    import neuronxcc.nki.isa as nisa
+    import neuronxcc.nki.language as nl
+
+    def k(x, w):
+        o = nl.ndarray((128, 512), dtype=np.float32, buffer=nl.shared_hbm)
+        for i in nl.affine_range(4):
+            a = nl.load(x[i * 128:(i + 1) * 128, :])
+            b = nl.load(w)
+            p = nisa.nc_matmul(a, b)
+            nl.store(o, nl.copy(p)) if i == 3 else None
+        return o
+    x, w = np.ones((512, 128), np.float32), np.ones((128, 512), np.float32)
+    full = nki_emu.run(k, [x, w], keep_trace=True)
+    fast = nki_emu.run(k, [x, w], compute=False, keep_trace=True)
+    assert np.allclose(full.outputs, 128.0) and np.all(fast.outputs == 0.0)
+    assert abs(full.profile["latency_ms"] - fast.profile["latency_ms"]) < 1e-12
+    records, counters = fast.trace
+    slow = tracer.replay(records, counters, replace(T1, dma_fixed_ns=5000.0))
+    assert slow["latency_ms"] > full.profile["latency_ms"] + 4 * 5e-3 * 0.9
+    assert full.profile["hoisted_loads"] == 3  # w is loop-invariant: loaded once (spec 5.2)
+
+
+def test_residency_keeps_reissued_loop_invariant_loads_over_streamed_tiles():
+    # w (4 blocks of 4 KiB) is reloaded every iteration next to 8 KiB of fresh tiles
+    # in a 20 KiB SBUF: a plain LRU thrashes, the protected segment keeps w (spec 5.2)
+    def misses(share):
+        r = Residency(capacity=20 * 1024, protected_share=share)
+        n = 0
+        for it in range(6):
+            for j in range(4):
+                n += not r.load(("w", j), ("wt", it, j), 4096, 4096)
+                r.write(("tmp", it, j), 2048)
+        return n
+    assert misses(0.0) == 24  # every load re-issued
+    assert misses(0.9) == 8  # first load + one re-issue, then hoisted

@@ -148,3 +148,96 @@ def test_large_declared_block_tensors_accepted():
         nl.ndarray((86, 2, nl.par_dim(128), 1024), dtype=np.float32, buffer=nl.sbuf)
         nl.zeros((16, 4, 4, 8, 2, nl.par_dim(128), 512), dtype=np.float32, buffer=nl.psum, lazy_initialization=True)
     _run(k, rand(4, 4))
+
+
+def test_psum_tile_over_one_bank_refused_for_non_matmul_results():
+    def k(x):
+        p = nl.ndarray((128, 1024), dtype=np.float32, buffer=nl.psum)
+        p[...] = nl.exp(nl.load(x))
+    err = expect_error("err_psum_tile_exceed_bank_size", _run, k, rand(128, 1024))
+    assert "4096 bytes per partition" in err.message
+
+    def ok(x):
+        p = nl.ndarray((128, 512), dtype=np.float32, buffer=nl.psum)
+        p[...] = nl.exp(nl.load(x))
+    _run(ok, rand(128, 512))
+
+
+def test_start_partition_alignment_refused():
+    def k(x):
+        t = nl.load(x)
+        nl.exp(t[16:80, :])  # 64 partitions starting at 16: must start at 0 or 64
+    err = expect_error("err_unsupported_start_partition", _run, k, rand(128, 8))
+    assert "starts at partition 16" in err.message
+
+    def ok(x):
+        t = nl.load(x)
+        nl.exp(t[64:128, :])  # rope's legal 64-partition view at offset 64
+        nl.exp(t[96:112, :])  # P <= 32 may start at 96
+    _run(ok, rand(128, 8))
+
+
+def test_activation_reduce_op_other_than_add_refused_on_trn1():
+    def k(x):
+        t = nl.load(x)
+        r = nl.ndarray((128, 1), dtype=np.float32, buffer=nl.sbuf)
+        nisa.activation(op=nl.exp, data=t, reduce_op=nl.max, reduce_res=r)
+    expect_error("err_activation_reduce_op_unsupported", _run, k, rand(128, 8))
+
+
+def test_activation_reciprocal_with_bias_refused_on_trn1():
+    def k(x):
+        t = nl.load(x)
+        b = nisa.memset((128, 1), 0, dtype=np.float32)
+        nisa.activation(op=nl.reciprocal, data=t, bias=b)
+    expect_error("err_activation_reciprocal_bias_unsupported", _run, k, rand(128, 8))
+
+
+def test_activation_scale_must_be_fp32():
+    def k(x):
+        t = nl.load(x)
+        s = nisa.memset((128, 1), 1, dtype=np.float16)
+        nisa.activation(op=nl.exp, data=t, scale=s)
+    expect_error("err_activation_scale_invalid_type", _run, k, rand(128, 8))
+
+
+def test_tensor_scalar_on_scalar_engine_refused():
+    def k(x):
+        nisa.tensor_scalar(nl.load(x), nl.multiply, 2.0, engine=nisa.scalar_engine)
+    expect_error("err_tensor_scalar_engine_unsupported", _run, k, rand(128, 8))
+
+    def k2(x):
+        nisa.tensor_scalar(nl.load(x), nl.maximum, 2.0, engine=nisa.scalar_engine)
+    err = expect_error("err_tensor_scalar_engine_unsupported", lambda *a: nki_emu.run(k2, list(a), target="trn2",
+                                                                                        trace=False), rand(128, 8))
+    assert "(maximum, None)" in err.message
+    nki_emu.run(k, [rand(128, 8)], target="trn2", trace=False)  # (multiply, None) is fine on trn2
+
+
+def test_local_variable_used_out_of_scope_refused():
+    def k(x):
+        o = nl.ndarray((128, 8), dtype=np.float32, buffer=nl.shared_hbm)
+        for i in nl.affine_range(2):
+            tmp = nl.load(x)
+        nl.store(o, value=nl.exp(tmp))
+        return o
+    err = expect_error("err_local_variable_used_out_of_scope", _run, k, rand(128, 8))
+    assert "Local variable 'tmp' is referenced outside of its parent scope" in err.message
+
+
+def test_indirect_dma_on_partition_axis_and_refused_on_free_axis():
+    def k(x, idx):
+        o = nl.ndarray((4, 8), dtype=np.float32, buffer=nl.shared_hbm)
+        i_p, i_f = nl.arange(4)[:, None], nl.arange(8)[None, :]
+        ids = nl.load(idx)
+        nl.store(o, value=nl.load(x[ids[i_p, 0], i_f]))
+        return o
+    x = rand(16, 8)
+    idx = np.array([[3], [0], [15], [7]], np.int32)
+    out = _run(k, x, idx).outputs
+    assert np.array_equal(out, x[[3, 0, 15, 7]])
+
+    def bad(x, idx):
+        ids = nl.load(idx)
+        nl.load(x[nl.arange(4)[:, None], ids[nl.arange(1)[:, None], 0]])
+    expect_error("err_indirect_indices_free_dim", _run, bad, x, np.zeros((1, 1), np.int32))

@@ -7,13 +7,18 @@ are calibration knobs of ``targets.Target`` (reciprocal, tensor_tensor).
 """
 import math
 
+# info keys the formulas read (the tracer keeps only these in its records)
+INFO_KEYS = ("n_stationary", "fp32", "onezero", "transpose", "partitions", "in_psum", "value")
 
-def cycles(op, n, info, target):
-    """Cycles on the instruction's engine.
+
+def cycles(op, n, info, engine, target):
+    """Estimated cycles of one instruction on ``engine`` (spec 3.3).
 
     ``op``: ISA name; ``n``: elements per partition; ``info``: dict with
-    ``n_stationary`` and ``fp32``/``onezero`` (matmul), ``partitions``
-    (transpose), ``in_psum`` (tensor_tensor), ``value`` (memset).
+    ``n_stationary`` and ``fp32``/``onezero``/``transpose`` (matmul),
+    ``partitions`` (transpose), ``in_psum`` (tensor_tensor), ``value``
+    (memset); ``target``: targets.Target (MIN_II and calibration factors).
+    Returns a float number of cycles of ``engine``.
     """
     mii = target.min_ii
     n = max(int(n), 1)
@@ -26,7 +31,7 @@ def cycles(op, n, info, target):
         return base
     if op == "nc_transpose":
         p = info.get("partitions", 128)
-        if info.get("engine") == "vector":
+        if engine == "vector":
             return max(mii, n)
         base = max(p, min(64, n)) * (target.onezero_factor if info.get("fp32", True) else 1)
         return base / target.transpose_speedup

@@ -24,13 +24,14 @@ class Counters:
             self.access[key] += nbytes
 
 
-def profile(tracer):
-    """Profile dict of a finished tracer; see the module docstring for units."""
-    t, s, m = tracer.target, tracer.sched, tracer.m
+def profile(t, state):
+    """Profile dict of a finished replay (``tracer._Replay``) on target ``t``; see the
+    module docstring for units."""
+    s, m = state.sched, state.m
     total_ns = s.end + t.launch_ns
     total_s = total_ns * 1e-9
     busy = {k: v * 1e-6 for k, v in s.busy.items()}
-    hbm = m.hbm_read + m.hbm_write
+    hbm = state.hbm_read + state.hbm_write
     frac = {k: (v / total_ns if total_ns else 0.0) for k, v in s.busy.items()}
     return {
         "total_time": total_s,
@@ -38,14 +39,14 @@ def profile(tracer):
         "estimated": True,
         "target": t.name,
         "target_status": t.label,
-        "hbm_read_bytes": int(m.hbm_read),
-        "hbm_write_bytes": int(m.hbm_write),
+        "hbm_read_bytes": int(state.hbm_read),
+        "hbm_write_bytes": int(state.hbm_write),
         "psum_read_bytes": int(m.access[("psum", "read")]),
         "psum_write_bytes": int(m.access[("psum", "write")]),
         "sbuf_read_bytes": int(m.access[("sbuf", "read")]),
         "sbuf_write_bytes": int(m.access[("sbuf", "write")]),
-        "spill_save_bytes": int(m.spill_save),
-        "spill_reload_bytes": int(m.spill_reload),
+        "spill_save_bytes": int(state.spill_save),
+        "spill_reload_bytes": int(state.spill_reload),
         "hardware_flops": int(m.flops),
         "transpose_flops": int(m.transpose_flops),
         "peak_flops_bandwidth_ratio": t.peak_flops / t.dram_bytes_per_s,
@@ -58,7 +59,7 @@ def profile(tracer):
         "dma_active_time_percent": frac["dma"],
         "engine_busy_ms": busy,
         "bottleneck": max(busy, key=busy.get),
-        "instruction_count": int(m.instructions + m.dma_count),
-        "dma_count": int(m.dma_count),
-        "hoisted_loads": int(m.hoisted),
+        "instruction_count": int(m.instructions + state.dma_count),
+        "dma_count": int(state.dma_count),
+        "hoisted_loads": int(state.hoisted),
     }

@@ -7,7 +7,11 @@ The compiler keeps loop-invariant loads resident when they fit and re-issues
 partition (Target.sbuf_capacity):
 
 * a load whose HBM source (region + version) is still resident costs nothing
-  (hoisted/deduplicated);
+  (hoisted/deduplicated) and moves the block (as does the re-issue of a
+  source loaded before) to a *protected* segment: blocks
+  of loop-invariant loads are evicted only after all unprotected blocks (a
+  two-queue LRU), which is how the compiler keeps hoisted loads while streaming
+  per-iteration tiles through the rest of SBUF;
 * reading a block that was evicted re-issues the load (HBM read of the bytes
   read) or, for computed data, a spill save + reload.
 """
@@ -24,42 +28,75 @@ class Record:
 
 
 class Residency:
-    """LRU of SBUF blocks with ``capacity`` bytes per partition."""
+    """Two-queue LRU of SBUF blocks: ``capacity`` bytes per partition, of which at most
+    ``protected_share`` for protected (hoisted) loads."""
 
-    def __init__(self, capacity):
+    def __init__(self, capacity, protected_share=0.75):
         self.capacity = capacity
-        self.lru = OrderedDict()  # id(record) -> record, oldest first
+        self.protected_cap = capacity * protected_share
+        self.prot_used = 0
+        self.lru = OrderedDict()  # id(record) -> record, oldest first (unprotected)
+        self.prot = OrderedDict()  # protected records (hoisted loads), oldest first
         self.used = 0
         self.records = {}  # block key -> Record
         self.sources = {}  # HBM source key -> Record
 
-    def _touch(self, rec):
+    def _touch(self, rec, protect=False):
         key = id(rec)
         if rec.resident:
-            self.lru.move_to_end(key)
+            if key in self.prot:
+                self.prot.move_to_end(key)
+            elif protect:
+                del self.lru[key]
+                self.prot[key] = rec
+                self.prot_used += rec.bytes_pp
+                self._shrink_protected(key)
+            else:
+                self.lru.move_to_end(key)
             return
         rec.resident = True
-        self.lru[key] = rec
+        (self.prot if protect else self.lru)[key] = rec
         self.used += rec.bytes_pp
-        while self.used > self.capacity and len(self.lru) > 1:
-            _, old = self.lru.popitem(last=False)
+        if protect:
+            self.prot_used += rec.bytes_pp
+            self._shrink_protected(key)
+        while self.used > self.capacity:
+            if len(self.lru) > (0 if protect else 1):
+                _, old = self.lru.popitem(last=False)
+            elif len(self.prot) > (1 if protect else 0):
+                _, old = self.prot.popitem(last=False)
+                self.prot_used -= old.bytes_pp
+            else:
+                break
             old.resident = False
             self.used -= old.bytes_pp
+
+    def _shrink_protected(self, keep):
+        """Demotes the oldest protected blocks to the unprotected LRU (as most recent) while
+        the protected segment exceeds its share."""
+        while self.prot_used > self.protected_cap and len(self.prot) > 1:
+            key, old = next(iter(self.prot.items()))
+            if key == keep:
+                break
+            del self.prot[key]
+            self.prot_used -= old.bytes_pp
+            self.lru[key] = old
 
     def load(self, src_key, block, bytes_pp, nbytes):
         """A DMA load of ``nbytes`` from ``src_key`` into ``block``; returns True if hoisted."""
         rec = self.sources.get(src_key)
         if rec is not None and rec.resident:
             self.records[block] = rec
-            self._touch(rec)
+            self._touch(rec, protect=True)
             return True
+        repeated = rec is not None  # the source was loaded before: re-issue of a hoistable load
         rec = self.records.get(block)
         if rec is None or rec.kind != "load" or not rec.resident:
             rec = Record(bytes_pp, "load")
             self.records[block] = rec
         rec.load_bytes += nbytes
         self.sources[src_key] = rec
-        self._touch(rec)
+        self._touch(rec, protect=repeated)
         return False
 
     def write(self, block, bytes_pp):

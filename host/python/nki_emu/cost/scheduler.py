@@ -1,19 +1,25 @@
-"""List scheduler for traced instructions (spec 3.6 [I]).
+"""List scheduler for recorded instructions (spec 3.6 [I]).
 
 * one in-order queue per compute engine (tensor, vector, scalar, gpsimd);
-* 16 DMA queues (each transfer uses ceil(P/8) of them, spec 3.4);
+* 16 DMA queues (each transfer uses ceil(P/8) of them, spec 3.4), separate
+  rings for HBM->SBUF and SBUF->HBM;
 * data dependencies (read-after-write, write-after-write) on memory regions,
   plus ``Target.sync_ns`` per cross-engine edge (semaphore);
+* write-after-read through physical buffer reuse: every SBUF allocation site
+  (a block-dim tensor, or a tile allocated inside a loop) owns a ring of
+  ``Target.buffers(kind, bytes)`` physical buffers; a new logical tile (a new
+  block, or the tile of a new iteration) takes the next buffer and waits until
+  the previous occupant's last access finished (spec 3.6 "N buffers per
+  declared tile");
 * trn1 shared ports: VectorE and GpSimd exclusive on SBUF, VectorE and ScalarE
   exclusive on PSUM [D S3 arch];
 * 8 PSUM banks: a new accumulation region waits for the bank's previous
   owner to be read out (spec 3.6).
 
-Regions are (root uid, block, lo, hi) element spans; blocks are the block
-dimensions of on-chip tensors and 1 Mi-element chunks of HBM tensors.
+Regions are tuples ``(root uid, first block, last block, lo, hi)``: element
+spans inside the root, blocks being the block dimensions of on-chip tensors
+and ``HBM_CHUNK``-element chunks of HBM tensors. Times are ns.
 """
-from collections import deque
-
 HBM_CHUNK = 1 << 20
 
 
@@ -28,30 +34,70 @@ class Scheduler:
         # separate rings for HBM->SBUF and SBUF->HBM so a store waiting on compute
         # does not block the next loads [I]
         self.queues = {"load": [0.0] * target.dma_queues, "store": [0.0] * target.dma_queues}
+        if target.dma_shared_queues:
+            self.queues["store"] = self.queues["load"]
         self.writers = {}  # (uid, block) -> list of [lo, hi, end, engine]
         self.banks = [0.0] * target.psum_banks  # release time per bank
         self.bank_of = {}  # (uid, block) -> bank
         self.owner = [None] * target.psum_banks
-        self.recent = deque(maxlen=max(1, target.dma_issue_window))
+        self.rings = {}  # site -> [next slot, [occupant tile key per slot]]
+        self.placed = set()  # tile keys that own a physical buffer
+        self.last_use = {}  # tile key -> end of its latest access
         self.end = 0.0
 
     # --- dependencies ---------------------------------------------------------------
     def ready(self, regions, engine):
         """Earliest time all writers of ``regions`` finished (+ sync when cross-engine)."""
         t = 0.0
-        for uid, blocks, lo, hi in regions:
-            for b in blocks:
-                for w_lo, w_hi, w_end, w_eng in self.writers.get((uid, b), ()):
+        sync = self.t.sync_ns
+        writers = self.writers
+        for uid, b0, b1, lo, hi in regions:
+            for b in range(b0, b1 + 1):
+                lst = writers.get((uid, b))
+                if not lst:
+                    continue
+                for w_lo, w_hi, w_end, w_eng in lst:
                     if w_lo <= hi and lo <= w_hi:
-                        t = max(t, w_end + (self.t.sync_ns if w_eng != engine else 0.0))
+                        e = w_end + (sync if w_eng != engine else 0.0)
+                        if e > t:
+                            t = e
         return t
 
     def wrote(self, regions, end, engine):
-        for uid, blocks, lo, hi in regions:
-            for b in blocks:
-                lst = self.writers.setdefault((uid, b), [])
+        for uid, b0, b1, lo, hi in regions:
+            for b in range(b0, b1 + 1):
+                lst = self.writers.get((uid, b))
+                if lst is None:
+                    self.writers[(uid, b)] = [[lo, hi, end, engine]]
+                    continue
                 lst[:] = [w for w in lst if not (lo <= w[0] and w[1] <= hi)]
                 lst.append([lo, hi, end, engine])
+
+    # --- physical buffers (write-after-read) ----------------------------------------
+    def place(self, tiles):
+        """Earliest start for first writes of ``tiles`` [(tile key, site, n buffers)]."""
+        t = 0.0
+        for key, site, n_buf in tiles:
+            if key in self.placed:
+                continue
+            self.placed.add(key)
+            ring = self.rings.get(site)
+            if ring is None:
+                ring = self.rings[site] = [0, [None] * max(1, n_buf)]
+            slot = ring[0] % len(ring[1])
+            ring[0] += 1
+            prev = ring[1][slot]
+            ring[1][slot] = key
+            if prev is not None:
+                self.placed.discard(prev)
+                t = max(t, self.last_use.pop(prev, 0.0))
+        return t
+
+    def used(self, keys, end):
+        lu = self.last_use
+        for k in keys:
+            if lu.get(k, 0.0) < end:
+                lu[k] = end
 
     # --- PSUM banks -----------------------------------------------------------------
     def bank_ready(self, psum_blocks):
@@ -72,20 +118,29 @@ class Scheduler:
     def bank_touch(self, psum_blocks, end):
         for key in psum_blocks:
             bank = self.bank_of.get(key)
-            if bank is not None:
-                self.banks[bank] = max(self.banks[bank], end)
+            if bank is not None and self.banks[bank] < end:
+                self.banks[bank] = end
 
     # --- instructions ---------------------------------------------------------------
-    def compute(self, engine, duration, reads, writes, psum_blocks, touches_psum, touches_sbuf):
-        """Schedules one compute instruction; returns (start, end)."""
-        start = max(self.free[engine], self.ready(reads, engine), self.ready(writes, engine),
-                    self.bank_ready(psum_blocks))
-        ports = []
+    def compute(self, engine, duration, reads, writes, psum_blocks=(), touches_psum=False,
+                touches_sbuf=False, place=(), uses=()):
+        """Schedules one compute instruction of ``duration`` ns; returns (start, end).
+
+        ``reads``/``writes``: regions; ``psum_blocks``: PSUM (uid, block) keys;
+        ``place``: first-write tiles for :meth:`place`; ``uses``: SBUF tile keys
+        accessed (for later write-after-read waits).
+        """
+        start = max(self.free[engine], self.ready(reads, engine), self.ready(writes, engine))
+        if psum_blocks:
+            start = max(start, self.bank_ready(psum_blocks))
+        if place:
+            start = max(start, self.place(place))
+        ports = ()
         if self.t.shared_ports:
             if touches_psum and engine in ("vector", "scalar"):
-                ports.append("psum")
+                ports = ("psum",)
             if touches_sbuf and engine in ("vector", "gpsimd"):
-                ports.append("sbuf")
+                ports = ports + ("sbuf",)
             for p in ports:
                 start = max(start, self.ports[p])
         end = start + duration
@@ -94,24 +149,36 @@ class Scheduler:
             self.ports[p] = end
         self.busy[engine] += duration
         self.wrote(writes, end, engine)
-        self.bank_touch(psum_blocks, end)
-        self.recent.append(start)
-        self.end = max(self.end, end)
+        if psum_blocks:
+            self.bank_touch(psum_blocks, end)
+        if uses:
+            self.used(uses, end)
+        if end > self.end:
+            self.end = end
         return start, end
 
-    def dma(self, partitions, nbytes, n_desc, reads, writes, direction="load"):
-        """Schedules one DMA over ceil(P/8) queues; returns (start, end)."""
+    def dma(self, partitions, nbytes, n_desc, reads, writes, direction="load", place=(), uses=()):
+        """Schedules one DMA of ``nbytes`` in ``n_desc`` contiguous chunks over
+        ceil(P/8) queues (spec 3.4); returns (start, end).
+
+        Per queue: occupancy = dma_fixed_ns + chunks * dma_desc_ns + bytes / BW;
+        the transfer completes dma_latency_ns after its occupancy (overlapped).
+        """
         t = self.t
         n_q = max(1, min(t.dma_queues, -(-max(partitions, 1) // t.dma_partitions_per_queue)))
         queues = self.queues[direction]
         order = sorted(range(len(queues)), key=queues.__getitem__)[:n_q]
-        occupancy = (n_desc / n_q) * t.dma_desc_ns + (nbytes / n_q) / t.dma_bytes_per_ns
-        issue = min(self.recent) if len(self.recent) == self.recent.maxlen else 0.0
-        start = max(max(queues[q] for q in order), self.ready(reads, "dma"), issue)
+        occupancy = t.dma_fixed_ns + (n_desc / n_q) * t.dma_desc_ns + (nbytes / n_q) / t.dma_bytes_per_ns
+        start = max(max(queues[q] for q in order), self.ready(reads, "dma"))
+        if place:
+            start = max(start, self.place(place))
         for q in order:
             queues[q] = start + occupancy
         end = start + t.dma_latency_ns + occupancy
         self.busy["dma"] += occupancy * n_q / t.dma_queues
         self.wrote(writes, end, "dma")
-        self.end = max(self.end, end)
+        if uses:
+            self.used(uses, end)
+        if end > self.end:
+            self.end = end
         return start, end

@@ -19,14 +19,23 @@ class Target:
     dma_latency_ns: float = 1300.0  # semaphore-to-start latency, overlapped [D S4]
     dma_desc_ns: float = 15.0  # per contiguous chunk [I, fits "2 KiB ~ 90 %" of S4]
     dma_partitions_per_queue: int = 8  # 128 partitions over 16 engines [D S3 arch]
-    dma_issue_window: int = 48  # compute instrs a DMA may run ahead of [I]
+    dma_shared_queues: bool = False  # loads and stores share the 16 DMA queues (else separate rings) [I, fitted]
+    dma_fixed_ns: float = 0.0  # per-DMA queue occupancy (descriptor generation, semaphore write) [I, fitted]
     sbuf_partition_bytes: int = 192 * 1024  # [D] trn1 192 KiB; trn2 224 KiB
     sbuf_reserved_bytes: int = 16 * 1024  # compiler reserve [D S3 compiler/sbuf.py]
+    hoist_share: float = 0.75  # max SBUF share kept for hoisted (loop-invariant) loads [I, fitted]
     psum_banks: int = 8  # 8 x 2 KiB per partition [D]
     min_ii: int = 64  # MIN_II cycles [D S3 isa docs]
-    instr_overhead_cycles: int = 0  # extra static cost per instruction [I]
-    sync_ns: float = 60.0  # cross-engine semaphore wait per dependency edge [I spec 3.6]
-    launch_ns: float = 15000.0  # fixed launch/teardown [I spec 3.6]
+    instr_overhead_cycles: int = 0  # extra static cost per compute instruction, engine cycles [I]
+    act_overhead_cycles: int = 0  # extra ScalarE cost per instruction (SBUF/PSUM access bubble, ~60
+    #                               cycles on NC-v2 [D S3 arch]; ActReadAccumulator ~64 [D]) [I, fitted]
+    buffers_affine: int = 3  # physical buffers per SBUF allocation site in affine loops / block dims [I, fitted]
+    buffers_sequential: int = 1  # ... for tiles allocated in sequential (Python range) loops [I, fitted]
+    buffer_share: float = 0.25  # at most this fraction of usable SBUF per site ring [I]
+    auto_engine: str = "balance"  # engine=unknown ops: "vector", "scalar" or "balance" (earlier free) [I, fitted]
+    auto_bias_ns: float = 0.0  # "balance": ScalarE chosen only if free this much earlier [I, fitted]
+    sync_ns: float = 30.0  # cross-engine semaphore wait per dependency edge [I spec 3.6]
+    launch_ns: float = 30000.0  # fixed launch/teardown [I spec 3.6]
     reciprocal_factor: float = 2.0  # VectorE reciprocal = factor*N (doc says 8N; spec 5.2 [M])
     tensor_tensor_factor: float = 2.0  # fp32 SBUF/SBUF tensor_tensor = 2N [D S3]
     fp32_matmul_factor: int = 4  # fp32 matmul = 4 x max(...) [D S3 nc_matmul]
@@ -40,6 +49,15 @@ class Target:
     def sbuf_capacity(self):
         """Usable SBUF bytes per partition."""
         return self.sbuf_partition_bytes - self.sbuf_reserved_bytes
+
+    def buffers(self, kind, bytes_pp):
+        """Physical buffers of an SBUF allocation site of ``bytes_pp`` bytes per partition.
+
+        ``kind``: "affine" (block dims, affine/static loops) or "sequential".
+        """
+        n = self.buffers_affine if kind == "affine" else self.buffers_sequential
+        cap = int(self.sbuf_capacity * self.buffer_share) // max(1, bytes_pp)
+        return max(1, min(n, cap))
 
     def ns(self, engine, cycles):
         """Converts ``cycles`` of ``engine`` to nanoseconds."""

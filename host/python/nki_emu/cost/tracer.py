@@ -1,11 +1,27 @@
-"""Instruction trace of one run and its latency estimate (spec 3).
+"""Instruction trace of one run (spec 3): recording, then target-specific replay.
 
-API calls report instructions through ``nki_emu.trace``; the newest one is
-kept *pending* until the next event so that an assignment (``dst[...] = r``,
-``psum += r``) can retarget its output to the real destination before it is
-scheduled. Scheduling (``scheduler``), SBUF residency (``residency``) and DMA
-timing happen at flush time; ``profile()`` returns the summary dict.
+Recording (:class:`Tracer`) is target independent: API calls report
+instructions through ``nki_emu.trace``; the newest one is kept *pending*
+until the next event so that an assignment (``dst[...] = r``, ``psum += r``)
+can retarget its output to the real destination. On flush it becomes a
+compact record tuple (regions, blocks, sizes; see :func:`replay`).
+
+Replay (:func:`replay`) runs SBUF residency (``residency``: hoisting,
+re-issue, spills), the list scheduler (``scheduler``) and the cycle formulas
+(``formulas``) for one ``targets.Target`` and returns the profile dict
+(``metrics``). Records can be replayed with other knob values without
+re-running the kernel (bench/calibrate.py does that).
+
+Record kinds:
+* ``("C", engine, op, n, info, reads, writes, psum_blocks, sbuf_reads, sbuf_writes, place)``
+* ``("L", partitions, nbytes, n_desc, src_key, dst_block, bytes_pp, src_region, dst_region, place)``
+* ``("S", partitions, nbytes, n_desc, sbuf_reads, src_region, writes, hbm_scratch)``
+
+``engine`` is "tensor"/"vector"/"scalar"/"gpsimd" or "auto" (engine=unknown:
+VectorE or ScalarE, chosen at replay by ``Target.auto_engine``).
 """
+import math
+
 import numpy as np
 
 from . import formulas, metrics, targets
@@ -16,14 +32,12 @@ ON_CHIP = ("sbuf", "psum")
 
 
 class Instr:
-    """One traced instruction (compute or DMA); times in ns after scheduling."""
+    """One pending traced instruction (compute or DMA)."""
 
-    __slots__ = ("op", "engine", "reads", "out", "n", "info", "start", "end", "src_key")
+    __slots__ = ("op", "engine", "reads", "out", "n", "info")
 
     def __init__(self, op, engine, reads, out, n, info):
         self.op, self.engine, self.reads, self.out, self.n, self.info = op, engine, reads, out, n, info
-        self.start = self.end = 0.0
-        self.src_key = None
 
 
 def _span(t):
@@ -55,42 +69,57 @@ def _descriptors(t, count):
     return max(1, -(-count // run))
 
 
+def _free(t):
+    shape = t.shape
+    return math.prod(shape[1:]) if len(shape) > 1 else 1
+
+
 class Tracer:
-    """Collects instructions of one run for ``target`` ("trn1"/"trn2")."""
+    """Records the instructions of one run; ``profile()`` replays them for ``target``."""
 
     def __init__(self, target="trn1"):
         self.target = targets.get(target)
-        self.sched = Scheduler(self.target)
-        self.res = Residency(self.target.sbuf_capacity)
+        self.records = []
         self.pending = None
         self.m = metrics.Counters()
-        self.load_end = {}
-        self._blocks = {}
+        self._geo = {}  # root uid -> (block elems, bytes per partition, site, kind)
 
     # --- geometry -------------------------------------------------------------------
-    def _block_elems(self, root):
-        be = self._blocks.get(root.uid)
-        if be is None:
+    def _root_geo(self, root):
+        g = self._geo.get(root.uid)
+        if g is None:
             shape = root.layout.shape
             if root.buffer in ON_CHIP:
-                be = int(np.prod(shape[root.par_axis:], dtype=np.int64)) or 1
+                be = math.prod(shape[root.par_axis:]) or 1
+                bpp = math.prod(shape[root.par_axis + 1:]) * root.itemsize
             else:
-                be = HBM_CHUNK
-            self._blocks[root.uid] = be
-        return be
+                be, bpp = HBM_CHUNK, 0
+            site = getattr(root, "site", None)
+            if root.par_axis > 0:
+                site, kind = ("blocks", root.uid), "affine"
+            elif site is None:
+                site, kind = ("root", root.uid), "affine"
+            else:
+                site, kind = site[:2], site[2]
+            g = self._geo[root.uid] = (be, bpp, site, kind)
+        return g
 
     def _region(self, t):
         lo, hi = _span(t)
-        be = self._block_elems(t.root)
-        return (t.root.uid, range(lo // be, hi // be + 1), lo, hi)
+        be = self._root_geo(t.root)[0]
+        return (t.root.uid, lo // be, hi // be, lo, hi)
 
-    def _bytes_pp(self, root):
-        shape = root.layout.shape
-        return int(np.prod(shape[root.par_axis + 1:], dtype=np.int64)) * root.itemsize
+    def _tiles(self, t):
+        """[(tile key, nbytes read/written)] of an SBUF view."""
+        uid, b0, b1, _, _ = self._region(t)
+        return [(uid, b) for b in range(b0, b1 + 1)]
 
-    def _blocks_of(self, t):
-        uid, blocks, _, _ = self._region(t)
-        return [(uid, b) for b in blocks]
+    def _place(self, t):
+        """Ring placement entries [(tile key, site, kind, bytes_pp)] for writes to SBUF tile ``t``."""
+        if t.buffer != "sbuf":
+            return ()
+        _, bpp, site, kind = self._root_geo(t.root)
+        return [(key, site, kind, bpp) for key in self._tiles(t)]
 
     # --- events from nki_emu.trace --------------------------------------------------
     def compute(self, op, engine, reads, out, n, info):
@@ -134,41 +163,26 @@ class Tracer:
         self.pending = Instr("tensor_tensor", "vector", reads, dest, _free(dest), {"in_psum": in_psum})
         self.flush()
 
-    # --- scheduling -----------------------------------------------------------------
+    # --- recording ------------------------------------------------------------------
     def flush(self):
         p, self.pending = self.pending, None
         if p is None:
             return
         if p.engine == "dma":
-            self._flush_dma(p)
+            self._record_dma(p)
         else:
-            self._flush_compute(p)
+            self._record_compute(p)
 
-    def _reloads(self, tiles):
+    def _sbuf_reads(self, tiles):
+        out = []
         for t in tiles:
-            if t.buffer != "sbuf":
-                continue
-            nbytes = t.size * t.itemsize
-            for block in self._blocks_of(t):
-                act = self.res.read(block, nbytes)
-                if act is None:
-                    continue
-                kind, save, reload = act
-                region = self._region(t)
-                if save:
-                    self.m.spill_save += save
-                    self.sched.dma(t.shape[0], save, t.shape[0], [region], [], "store")
-                if kind == "spill":
-                    self.m.spill_reload += reload
-                self.m.hbm_read += reload
-                self.m.hbm_write += save
-                self.m.dma_count += 1
-                self.sched.dma(t.shape[0], reload, t.shape[0], [], [region])
+            if t.buffer == "sbuf":
+                nbytes = t.size * t.itemsize
+                out.extend((key, nbytes, t.shape[0]) for key in self._tiles(t))
+        return out
 
-    def _flush_compute(self, p):
-        t, m = self.target, self.m
-        self._reloads(p.reads)
-        out = p.out
+    def _record_compute(self, p):
+        m, out = self.m, p.out
         reads = [self._region(r) for r in p.reads]
         if p.info.get("accumulate") and out is not None:
             reads.append(self._region(out))
@@ -176,17 +190,16 @@ class Tracer:
         psum_blocks = []
         for x in p.reads + ([out] if out is not None else []):
             if x.buffer == "psum":
-                psum_blocks.extend(self._blocks_of(x))
-        info = dict(p.info, engine=p.engine)
-        cyc = formulas.cycles(p.op, p.n, info, t) + t.instr_overhead_cycles
-        duration = t.ns(p.engine, cyc)
-        touches_psum = bool(psum_blocks)
-        touches_sbuf = any(x.buffer == "sbuf" for x in p.reads + ([out] if out is not None else []))
-        p.start, p.end = self.sched.compute(p.engine, duration, reads, writes, psum_blocks,
-                                            touches_psum, touches_sbuf)
+                psum_blocks.extend(self._tiles(x))
+        sbuf_writes = []
         if out is not None and out.buffer == "sbuf":
-            for block in self._blocks_of(out):
-                self.res.write(block, self._bytes_pp(out.root))
+            bpp = self._root_geo(out.root)[1]
+            sbuf_writes = [(key, bpp) for key in self._tiles(out)]
+        info = {k: v for k, v in p.info.items() if k in formulas.INFO_KEYS}
+        info["sbuf"] = any(x.buffer == "sbuf" for x in p.reads + ([out] if out is not None else []))
+        self.records.append(("C", p.engine, p.op, p.n, info, reads, writes, psum_blocks,
+                             self._sbuf_reads(p.reads), sbuf_writes,
+                             self._place(out) if out is not None else ()))
         m.instructions += 1
         flops = p.info.get("flops", 0)
         if p.engine == "tensor" and flops:
@@ -199,10 +212,10 @@ class Tracer:
         if out is not None:
             m.add_access(out.buffer, "write", out.size * out.itemsize)
 
-    def _flush_dma(self, p):
+    def _record_dma(self, p):
         src, dst = p.reads[0], p.out
-        m = self.m
         if src.buffer == "psum":
+            # PSUM -> HBM is lowered to a PSUM->SBUF copy plus a DMA [I spec 3.4]
             self.pending = Instr("tensor_copy", "scalar", [src], src, _free(src), {})
             self.flush()
         count = _count(dst if p.op == "load" else src)
@@ -215,34 +228,133 @@ class Tracer:
         if p.op == "load":
             key = (src.root.uid, src.root.version) + ((src.layout.offset, src.layout.shape, src.layout.strides)
                                                        if src.layout is not None else (id(src.gather),))
-            hoisted = False
+            block = bpp = None
             if dst.buffer == "sbuf":
-                blocks = self._blocks_of(dst)
-                hoisted = self.res.load(key, blocks[0], self._bytes_pp(dst.root), nbytes)
-            if hoisted:
-                self.sched.wrote([self._region(dst)], self.load_end.get(key, 0.0), "dma")
-                m.hoisted += 1
-                return
-            p.start, p.end = self.sched.dma(partitions, nbytes, n_desc, [self._region(src)], [self._region(dst)])
-            self.load_end[key] = p.end
-            m.hbm_read += nbytes
-            m.add_access("sbuf", "write", nbytes)
+                block = self._tiles(dst)[0]
+                bpp = self._root_geo(dst.root)[1]
+            self.records.append(("L", partitions, nbytes, n_desc, key, block, bpp,
+                                 self._region(src), self._region(dst), self._place(dst)))
+            self.m.add_access("sbuf", "write", nbytes)
         else:
-            self._reloads([src])
             # outputs (shared_hbm) are not read back by NKIBench kernels: skip their
             # writer bookkeeping; private/`nl.hbm` scratch (spills) is tracked.
             writes = [] if dst.buffer == "shared_hbm" else [self._region(dst)]
-            p.start, p.end = self.sched.dma(partitions, nbytes, n_desc, [self._region(src)], writes, "store")
-            m.hbm_write += nbytes
-            m.add_access("sbuf", "read", nbytes)
-        m.dma_count += 1
+            self.records.append(("S", partitions, nbytes, n_desc, self._sbuf_reads([src]),
+                                 self._region(src), writes, dst.buffer != "shared_hbm"))
+            self.m.add_access("sbuf", "read", nbytes)
 
-    def profile(self):
-        """Finishes the trace and returns the profile dict (nki_emu.cost.metrics)."""
+    def finish(self):
+        """Flushes the pending instruction; returns (records, counters)."""
         self.flush()
-        return metrics.profile(self)
+        return self.records, self.m
+
+    def profile(self, target=None):
+        """Finishes the trace and returns the profile dict for ``target`` (default: the run's)."""
+        records, counters = self.finish()
+        return replay(records, counters, target or self.target)
 
 
-def _free(t):
-    shape = t.shape
-    return int(np.prod(shape[1:], dtype=np.int64)) if len(shape) > 1 else 1
+class _Replay:
+    """State of one replay: scheduler, residency, byte counters."""
+
+    def __init__(self, target, counters):
+        self.t = target
+        self.sched = Scheduler(target)
+        self.res = Residency(target.sbuf_capacity, target.hoist_share)
+        self.m = counters
+        self.hbm_read = self.hbm_write = self.spill_save = self.spill_reload = 0
+        self.dma_count = self.hoisted = 0
+        self.load_end = {}
+        self.place_cache = {}
+
+    def place(self, entries):
+        if not entries:
+            return ()
+        t = self.t
+        return [(key, site, t.buffers(kind, bpp)) for key, site, kind, bpp in entries]
+
+    def reloads(self, sbuf_reads, region_of):
+        s = self.sched
+        for key, nbytes, partitions in sbuf_reads:
+            act = self.res.read(key, nbytes)
+            if act is None:
+                continue
+            kind, save, reload = act
+            region = region_of(key)
+            if save:
+                self.spill_save += save
+                self.hbm_write += save
+                s.dma(partitions, save, partitions, [region], [], "store")
+                self.dma_count += 1
+            if kind == "spill":
+                self.spill_reload += reload
+            self.hbm_read += reload
+            self.dma_count += 1
+            s.dma(partitions, reload, partitions, [], [region])
+
+    def compute(self, rec):
+        _, engine, op, n, info, reads, writes, psum_blocks, sbuf_reads, sbuf_writes, place = rec
+        t, s = self.t, self.sched
+        if sbuf_reads:
+            self.reloads(sbuf_reads, lambda key: (key[0], key[1], key[1], 0, 1 << 62))
+        if engine == "auto":
+            engine = self.auto_engine(op, psum_blocks)
+        cyc = formulas.cycles(op, n, info, engine, t) + t.instr_overhead_cycles
+        if engine == "scalar":
+            cyc += t.act_overhead_cycles
+        uses = [k for k, _, _ in sbuf_reads] + [k for k, _ in sbuf_writes]
+        s.compute(engine, cyc / t.clock_ghz[engine], reads, writes, psum_blocks, bool(psum_blocks),
+                  info.get("sbuf", False), self.place(place), uses)
+        for key, bpp in sbuf_writes:
+            self.res.write(key, bpp)
+
+    def auto_engine(self, op, psum_blocks):
+        """Engine for an engine=unknown instruction (Target.auto_engine)."""
+        policy = self.t.auto_engine
+        if policy in ("vector", "scalar"):
+            return policy
+        s = self.sched
+        return "scalar" if s.free["scalar"] + self.t.auto_bias_ns < s.free["vector"] else "vector"
+
+    def load(self, rec):
+        _, partitions, nbytes, n_desc, key, block, bpp, src_region, dst_region, place = rec
+        s = self.sched
+        if block is not None and self.res.load(key, block, bpp, nbytes):
+            s.wrote([dst_region], self.load_end.get(key, 0.0), "dma")
+            self.hoisted += 1
+            return
+        _, end = s.dma(partitions, nbytes, n_desc, [src_region], [dst_region], "load", self.place(place),
+                       [k for k, _, _, _ in place])
+        self.load_end[key] = end
+        self.hbm_read += nbytes
+        self.dma_count += 1
+
+    def store(self, rec):
+        _, partitions, nbytes, n_desc, sbuf_reads, src_region, writes, scratch = rec
+        if sbuf_reads:
+            self.reloads(sbuf_reads, lambda key: (key[0], key[1], key[1], 0, 1 << 62))
+        self.sched.dma(partitions, nbytes, n_desc, [src_region], writes, "store", (),
+                       [k for k, _, _ in sbuf_reads])
+        self.hbm_write += nbytes
+        self.dma_count += 1
+
+    def run(self, records):
+        compute, load, store = self.compute, self.load, self.store
+        for rec in records:
+            kind = rec[0]
+            if kind == "C":
+                compute(rec)
+            elif kind == "L":
+                load(rec)
+            else:
+                store(rec)
+        return self
+
+
+def replay(records, counters, target):
+    """Schedules ``records`` (from :meth:`Tracer.finish`) on ``target`` (a targets.Target
+    or its name); returns the profile dict of ``metrics.profile``."""
+    if isinstance(target, str):
+        target = targets.get(target)
+    state = _Replay(target, counters).run(records)
+    return metrics.profile(target, state)

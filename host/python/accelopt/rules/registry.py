@@ -1,0 +1,20 @@
+"""The rule vocabulary: rule name -> module (documented in docs/rules.md)."""
+from . import (fuse_reciprocal, fuse_sigmoid, fuse_silu, hoist, merge_tensor_scalar, reciprocal_to_scalar,
+               square_to_activation, tunable, widen)
+from .base import uniquify
+from .errors import NotApplicable
+
+_MODULES = (tunable, hoist, widen, fuse_reciprocal, fuse_sigmoid, fuse_silu, reciprocal_to_scalar,
+            square_to_activation, merge_tensor_scalar)
+
+RULES = {m.NAME: m for m in _MODULES}
+
+
+def candidates(module, src):
+    """The rule's candidates on ``src`` with unique sites; internal errors become NotApplicable."""
+    try:
+        return uniquify(list(module.candidates(src)))
+    except NotApplicable:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a rule bug must not take the caller down
+        raise NotApplicable(f"{module.NAME}: internal error: {type(exc).__name__}: {exc}") from exc

@@ -1,0 +1,295 @@
+"""The trusted half of isolated profiling: runs in the host's interpreter.
+
+The host's isolated-call service (host/src/worker/isolated_call.cc) calls
+
+1. :func:`prepare` with ``{"module", "function", "arg"}``. For
+   ``accelopt.profile.profile_kernel`` it validates the request, applies the
+   source rules (precision downgrade, forbidden imports/accesses), draws the
+   inputs of every seed plus one hidden input set from a secret random seed,
+   computes the reference outputs and returns either a final ``result`` (the
+   kernel never runs) or a ``token`` and the ``worker`` request for
+   :func:`accelopt.sandbox.untrusted.run_kernel`. Any other function is
+   ``{"plain": True}``: run as is in a worker.
+2. :func:`finish` with the token and the worker's outcome; it judges the
+   outputs and returns ``profile_kernel``'s result (docs/architecture.md),
+   with the isolation error kinds of docs/isolation.md added.
+3. :func:`discard` if the call is abandoned between the two.
+"""
+import secrets
+import threading
+
+import numpy as np
+
+from .. import compare, loading, precision, profile
+from .. import result as R
+from ..backends import resolve_backend_name
+from . import codec, static_check
+
+PROFILE_CALL = ("accelopt.profile", "profile_kernel")
+
+# Error kinds added by isolated evaluation (documented in docs/isolation.md).
+TIMEOUT = "timeout"
+OUT_OF_MEMORY = "out_of_memory"
+CRASH = "crash"
+SANDBOX_VIOLATION = "sandbox_violation"
+WORKER_ERROR = "worker_error"
+FORBIDDEN_IMPORT = static_check.FORBIDDEN_IMPORT
+FORBIDDEN_ACCESS = static_check.FORBIDDEN_ACCESS
+OUTPUT_ALIASES_INPUT = "output_aliases_input"
+INPUT_MUTATED = "input_mutated"
+STALE_OUTPUT = "stale_output"
+
+ISOLATION_ERROR_KINDS = (TIMEOUT, OUT_OF_MEMORY, CRASH, SANDBOX_VIOLATION, WORKER_ERROR, FORBIDDEN_IMPORT,
+                         FORBIDDEN_ACCESS, OUTPUT_ALIASES_INPUT, INPUT_MUTATED, STALE_OUTPUT)
+
+_states = {}
+_states_lock = threading.Lock()
+# np.random.seed + get_inputs must not interleave between host threads.
+_rng_lock = threading.Lock()
+
+
+class _Early(Exception):
+    def __init__(self, kind, message, tb=""):
+        super().__init__(message)
+        self.kind, self.message, self.tb = kind, message, tb
+
+
+def _hidden_seed(seeds):
+    while True:
+        seed = secrets.randbelow(2**32)
+        if seed not in seeds:
+            return seed
+
+
+def _draw(reference, seed):
+    """Inputs (nki layout), raw inputs and reference outputs for one seed (trusted)."""
+    with _rng_lock:
+        np.random.seed(seed)
+        inputs = profile._reference_call("get_inputs()", reference.get_inputs)
+    nki_inputs = profile._reference_call("transform_to_nki_inputs()", reference.transform_to_nki_inputs, inputs)
+    expected = profile._reference_call("forward()", reference.forward, *inputs)
+    compare.check_reference_outputs(compare.as_tuple(expected))
+    return list(nki_inputs), expected
+
+
+def _prepare_profile(request, options):
+    kernel_path, reference_path, backend_name, target, rel_tol, seeds, timing = profile._request_fields(request)
+    resolved = resolve_backend_name(backend_name)
+    reference = loading.load_reference(reference_path)
+    try:
+        with open(kernel_path, encoding="utf-8", errors="replace") as handle:
+            source = handle.read()
+    except OSError as exc:
+        raise R.HarnessError(R.COMPILE_ERROR, f"cannot read kernel {kernel_path}: {exc}") from exc
+    if precision.uses_float16(source):
+        raise R.HarnessError(R.PRECISION_DOWNGRADE,
+                             f"{kernel_path}: 'float16' (or bfloat16) is used in the kernel; only float32 is allowed")
+    if options.get("static_checks", True):
+        violation = static_check.first_violation(source, kernel_path)
+        if violation is not None:
+            raise _Early(violation.kind, f"{kernel_path}:{violation.line}: {violation.message}")
+    hidden = _hidden_seed(seeds)
+    draws = [_draw(reference, seed) for seed in seeds]
+    hidden_draw = _draw(reference, hidden)
+    # The hidden run goes at a random place among the seeds' runs.
+    order = list(range(len(seeds)))
+    hidden_index = secrets.randbelow(len(seeds) + 1)
+    order.insert(hidden_index, -1)
+    runs, digests = [], []
+    for slot in order:
+        nki_inputs = draws[slot][0] if slot >= 0 else hidden_draw[0]
+        try:
+            runs.append([codec.encode(a) for a in nki_inputs])
+        except codec.CodecError as exc:
+            raise R.HarnessError(R.REFERENCE_ERROR, f"reference inputs cannot be sent to a worker: {exc}") from exc
+        digests.append([codec.digest(a) for a in nki_inputs])
+    # Latency comes from the hidden run: inputs no cache or replay table can hold.
+    timed_run = hidden_index if timing else -1
+    state = {"request": request, "reference": reference, "seeds": seeds, "rel_tol": rel_tol, "order": order,
+             "draws": draws, "hidden": hidden_draw, "hidden_seed": hidden, "digests": digests,
+             "backend": resolved, "target": target, "timing": timing, "kernel_path": kernel_path}
+    worker_arg = {"kernel_source": source, "kernel_path": kernel_path, "backend": resolved, "target": target,
+                  "runs": runs, "timed_run": timed_run}
+    return state, worker_arg
+
+
+def prepare(call):
+    """First step of an isolated call; see the module docstring.
+
+    ``call``: {"module", "function", "arg", "options"?: {"static_checks": bool}}.
+    Returns {"plain": True} | {"result": <profile result>} |
+    {"token": str, "worker": {"module", "function", "arg"}}. Never raises for
+    a bad request or reference (they become a result with an error).
+    """
+    if (call.get("module"), call.get("function")) != PROFILE_CALL:
+        return {"plain": True}
+    request = call.get("arg")
+    backend = request.get("backend", "auto") if isinstance(request, dict) else "auto"
+    target = request.get("target", "trn1") if isinstance(request, dict) else "trn1"
+    result = R.new_result(backend, target)
+    try:
+        result["backend"] = resolve_backend_name(backend)
+        result["estimated"] = result["backend"] == "emulator"
+        state, worker_arg = _prepare_profile(request, call.get("options") or {})
+    except R.HarnessError as exc:
+        return {"result": R.set_error(result, exc.kind, exc.message, exc.tb)}
+    except _Early as exc:
+        return {"result": R.set_error(result, exc.kind, exc.message, exc.tb)}
+    except Exception as exc:  # noqa: BLE001 - a malformed request, as profile_kernel reports it
+        return {"result": R.set_error(result, R.RUNTIME_ERROR, f"{type(exc).__name__}: {exc}",
+                                      R.format_exception(exc))}
+    state["result"] = result
+    token = secrets.token_hex(12)
+    with _states_lock:
+        _states[token] = state
+    return {"token": token, "worker": {"module": "accelopt.sandbox.untrusted", "function": "run_kernel",
+                                       "arg": worker_arg}}
+
+
+def discard(call):
+    """Forgets a prepared call: ``{"token"}``. Returns True if it existed."""
+    with _states_lock:
+        return _states.pop(call.get("token"), None) is not None
+
+
+def pending():
+    """Number of prepared calls not yet finished or discarded (for tests)."""
+    with _states_lock:
+        return len(_states)
+
+
+def _equal_outputs(a, b):
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        x, y = np.asarray(x), np.asarray(y)
+        if x.shape != y.shape or x.dtype != y.dtype or not np.array_equal(x, y, equal_nan=x.dtype.kind in "fc"):
+            return False
+    return True
+
+
+def _judge_run(state, slot, record, others):
+    """Checks one run; returns the rel error (float). Raises _Early / HarnessError."""
+    label = f"seed {state['seeds'][slot]}" if slot >= 0 else "a hidden input set"
+    expected = state["draws"][slot][1] if slot >= 0 else state["hidden"][1]
+    if record.get("aliasing"):
+        raise _Early(OUTPUT_ALIASES_INPUT, f"{record['aliasing']} ({label}): kernels must write fresh outputs")
+    outs = record["decoded"]
+    refs = compare.as_tuple(expected)
+    seed_for_messages = state["seeds"][slot] if slot >= 0 else "hidden"
+    compare.check_count(outs, refs, seed_for_messages)
+    try:
+        shaped = state["reference"].transform_nki_outputs(outs, expected)
+    except Exception as exc:  # noqa: BLE001 - as in profile_kernel
+        raise R.HarnessError(R.SHAPE_MISMATCH, f"kernel outputs do not fit the reference shapes ({label}): "
+                                               f"{type(exc).__name__}: {exc}", R.format_exception(exc)) from exc
+    try:
+        return compare.compare_outputs(compare.as_tuple(shaped), refs, state["rel_tol"], seed_for_messages), outs
+    except R.HarnessError as exc:
+        if exc.kind == R.WRONG_RESULT:
+            for other_slot, other in others:
+                other_expected = state["draws"][other_slot][1] if other_slot >= 0 else state["hidden"][1]
+                if _equal_outputs(outs, other) and not _equal_outputs(compare.as_tuple(expected),
+                                                                       compare.as_tuple(other_expected)):
+                    raise _Early(STALE_OUTPUT, f"the output for {label} is identical to another run's output on "
+                                               "different inputs (cached or replayed result)") from exc
+            if slot < 0:
+                raise _Early(STALE_OUTPUT, "the kernel passes the published seeds but is wrong on a hidden input "
+                                           f"set (cached, replayed or seed-specific result): {exc.message}") from exc
+        raise
+
+
+def _finish_profile(state, outcome, result):
+    if not outcome.get("ok"):
+        error = outcome.get("error") or {}
+        raise _Early(error.get("kind", WORKER_ERROR), error.get("message", "the worker failed"),
+                     error.get("traceback", ""))
+    if outcome.get("integrity"):
+        changes = outcome["integrity"]
+        raise _Early(FORBIDDEN_ACCESS, "the kernel modified the worker's libraries: " + "; ".join(changes[:5]))
+    worker = outcome.get("result") or {}
+    result["compiled"] = bool(worker.get("compiled"))
+    records = worker.get("runs") or []
+    # Judge the seeds' runs in seed order, then the hidden run (whatever order they ran in).
+    positions = sorted(range(len(records)), key=lambda p: (state["order"][p] < 0, state["order"][p]))
+    for record in records:
+        if not record.get("aliasing"):
+            record["decoded"] = tuple(codec.decode(o) for o in record.get("outputs", []))
+    for position in positions:
+        record = records[position]
+        slot = state["order"][position]
+        others = [(state["order"][p], records[p]["decoded"]) for p in range(len(records))
+                  if p != position and "decoded" in records[p]]
+        changed = [i for i, (a, b) in enumerate(zip(state["digests"][position], record.get("input_digests", [])))
+                   if a and a != b]
+        if changed:
+            raise _Early(INPUT_MUTATED, f"the kernel modified input {changed[0]} "
+                                        f"({'seed ' + str(state['seeds'][slot]) if slot >= 0 else 'hidden input set'})")
+        try:
+            rel, _ = _judge_run(state, slot, record, others)
+        except R.HarnessError as exc:
+            if slot >= 0 and getattr(exc, "rel_error", None) is not None:
+                result["rel_errors"].append(exc.rel_error)
+            raise
+        if slot >= 0:
+            result["rel_errors"].append(rel)
+    if worker.get("error"):
+        error = worker["error"]
+        raise _Early(error.get("kind", R.RUNTIME_ERROR), error.get("message", ""), error.get("traceback", ""))
+    if len(records) != len(state["order"]):
+        raise _Early(WORKER_ERROR, f"the worker returned {len(records)} of {len(state['order'])} runs")
+    result["correct"] = True
+    if state["timing"]:
+        if worker.get("timing_error") or worker.get("latency_ms") is None:
+            raise R.HarnessError(R.TIMING_ERROR, worker.get("timing_error") or "the worker measured no latency")
+        result["latency_ms"] = float(worker["latency_ms"])
+        result["metrics"] = worker.get("metrics") or {}
+
+
+def finish(call):
+    """Judges a worker's outcome for a prepared call and returns the profile result.
+
+    ``call``: {"token", "outcome": {"ok": true, "result": <run_kernel's
+    result>, "integrity": [...]} | {"ok": false, "error": {"kind",
+    "message"}}}. Never raises (an unknown token is a worker_error result).
+    """
+    with _states_lock:
+        state = _states.pop(call.get("token"), None)
+    if state is None:
+        result = R.new_result("unknown", "unknown")
+        return R.set_error(result, WORKER_ERROR, "unknown or expired isolated-call token")
+    result = state["result"]
+    try:
+        _finish_profile(state, call.get("outcome") or {}, result)
+    except (R.HarnessError, _Early) as exc:
+        R.set_error(result, exc.kind, exc.message, exc.tb)
+    except Exception as exc:  # noqa: BLE001 - a malformed worker answer
+        R.set_error(result, WORKER_ERROR, f"cannot judge the worker's answer: {type(exc).__name__}: {exc}",
+                    R.format_exception(exc))
+    if result["error"] is not None:
+        result["correct"] = result["correct"] and result["error"]["kind"] == R.TIMING_ERROR
+        if result["error"]["kind"] != R.TIMING_ERROR:
+            result["latency_ms"] = None
+    return result
+
+
+def run_unisolated(request):
+    """The split harness with no isolation: prepare, run_kernel and finish in this process.
+
+    Same work and result as an isolated call minus the worker (benchmarks use
+    it as the baseline; never use it for untrusted kernels). ``request`` as
+    for profile_kernel. Returns the profile result.
+    """
+    from . import untrusted
+
+    prepared = prepare({"module": PROFILE_CALL[0], "function": PROFILE_CALL[1], "arg": request})
+    if "result" in prepared:
+        return prepared["result"]
+    import json as _json
+
+    job = _json.loads(_json.dumps(prepared["worker"]["arg"]))
+    try:
+        outcome = {"ok": True, "result": _json.loads(_json.dumps(untrusted.run_kernel(job))), "integrity": []}
+    except Exception as exc:  # noqa: BLE001 - reported like a worker failure
+        outcome = {"ok": False, "error": {"kind": WORKER_ERROR, "message": f"{type(exc).__name__}: {exc}"}}
+    return finish({"token": prepared["token"], "outcome": outcome})

@@ -1,0 +1,49 @@
+// isolated_call.h - the host side of AccelHostApi::isolated_call: the
+// trusted/untrusted split of profiling around a WorkerPool, and the RAII
+// installer of that service into GlobalHostServices() for a run.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "worker/pool.h"
+
+namespace accelopt::worker {
+
+/// Runs `module.function(arg)` for untrusted code (docs/isolation.md).
+///
+/// For accelopt.profile.profile_kernel the trusted part (reference, inputs,
+/// source rules, judging) runs in this process's interpreter
+/// (accelopt.sandbox.trusted) and only the kernel runs in a worker; the
+/// result follows profile_kernel's contract and candidate failures
+/// (timeout, crash, out_of_memory, forbidden_import, ...) are reported in
+/// its `error`, never thrown. Other functions run as they are in a worker
+/// and a failure throws StageError with the kind (timeout, out_of_memory,
+/// crash, sandbox_violation, python_error, worker_error).
+/// `limits`: {"timeout_s"?: s, "memory_bytes"?: bytes, "static_checks"?: bool}.
+nlohmann::json IsolatedCall(WorkerPool& pool, const std::string& module, const std::string& function,
+                            const nlohmann::json& arg, const nlohmann::json& limits);
+
+/// Installs a worker pool as GlobalHostServices().isolated_call; the
+/// destructor uninstalls it and stops the workers. The processes start on
+/// the first isolated call (a run that never needs them pays nothing).
+class ScopedWorkerPool {
+ public:
+  explicit ScopedWorkerPool(PoolOptions options);
+  ~ScopedWorkerPool();
+  /// The pool, started now if it was not yet. Throws std::runtime_error if
+  /// workers cannot be spawned.
+  WorkerPool& pool();
+  /// null before the first call, else {"workers", "calls", "spawned",
+  /// "timeouts", "crashes", "retries", "restarts", "sandbox_warnings"}.
+  nlohmann::json Summary() const;
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace accelopt::worker

@@ -1,0 +1,150 @@
+#include "worker/pool.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+namespace accelopt::worker {
+
+CallLimits ParseLimits(const nlohmann::json& limits) {
+  CallLimits out;
+  if (!limits.is_object()) return out;
+  if (limits.contains("timeout_s") && !limits["timeout_s"].is_null()) {
+    if (!limits["timeout_s"].is_number() || limits["timeout_s"].get<double>() < 0)
+      throw std::invalid_argument("limits.timeout_s must be a non-negative number of seconds");
+    out.timeout_s = limits["timeout_s"].get<double>();
+  }
+  if (limits.contains("memory_bytes") && !limits["memory_bytes"].is_null()) {
+    if (!limits["memory_bytes"].is_number() || limits["memory_bytes"].get<double>() < 0)
+      throw std::invalid_argument("limits.memory_bytes must be a non-negative number of bytes");
+    out.memory_bytes = static_cast<uint64_t>(limits["memory_bytes"].get<double>());
+  }
+  return out;
+}
+
+WorkerPool::WorkerPool(PoolOptions options) : options_(std::move(options)) {
+  int count = options_.workers > 0 ? options_.workers : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  for (int i = 0; i < count; ++i) {
+    workers_.push_back(std::make_unique<WorkerProcess>(i, options_.config));
+    busy_.push_back(false);
+  }
+  for (auto& worker : workers_) {
+    worker->Start();
+    ++stats_.spawned;
+  }
+}
+
+WorkerPool::~WorkerPool() {
+  for (auto& worker : workers_) worker->Kill();
+}
+
+int WorkerPool::Acquire() {
+  std::unique_lock<std::mutex> lock(mu_);
+  free_.wait(lock, [&] { return std::find(busy_.begin(), busy_.end(), false) != busy_.end(); });
+  int slot = static_cast<int>(std::find(busy_.begin(), busy_.end(), false) - busy_.begin());
+  busy_[slot] = true;
+  return slot;
+}
+
+void WorkerPool::Release(int slot) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    busy_[slot] = false;
+  }
+  free_.notify_one();
+}
+
+CallOutcome WorkerPool::CallOnce(int slot, const nlohmann::json& request, double timeout_s) {
+  WorkerProcess& worker = *workers_[slot];
+  if (!worker.Alive()) {
+    worker.Start();
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.spawned;
+  }
+  std::string error;
+  if (!worker.WaitReady(&error)) {
+    // One more try with a fresh process before giving up on the call.
+    worker.Start();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++stats_.spawned;
+    }
+    if (!worker.WaitReady(&error)) {
+      CallOutcome out;
+      out.kind = "worker_error";
+      out.message = "worker " + std::to_string(worker.id()) + " cannot start: " + error;
+      return out;
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!warned_) {
+      warned_ = true;
+      warnings_ = worker.warnings();
+      for (const auto& warning : warnings_) spdlog::warn("worker sandbox degraded: {}", warning);
+    }
+  }
+  CallOutcome out = worker.Call(request, timeout_s);
+  if (out.worker_died) {
+    // Respawn now so the next call finds it (nearly) ready.
+    try {
+      worker.Start();
+      std::lock_guard<std::mutex> lock(mu_);
+      ++stats_.spawned;
+      if (out.kind == "timeout") ++stats_.timeouts;
+      else if (out.kind == "crash" || out.kind == "sandbox_violation") ++stats_.crashes;
+      else ++stats_.restarts;
+    } catch (const std::exception& e) {
+      spdlog::error("worker {}: respawn failed: {}", worker.id(), e.what());
+    }
+  }
+  return out;
+}
+
+CallOutcome WorkerPool::Call(const std::string& module, const std::string& function, const nlohmann::json& arg,
+                             const CallLimits& limits) {
+  double timeout_s = limits.timeout_s > 0 ? limits.timeout_s : options_.default_timeout_s;
+  nlohmann::json worker_limits = {{"cpu_s", timeout_s * 2 + 5}};
+  if (limits.memory_bytes > 0) worker_limits["memory_bytes"] = limits.memory_bytes;
+  nlohmann::json request = {{"module", module}, {"function", function}, {"arg", arg}, {"limits", worker_limits}};
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.calls;
+  }
+  CallOutcome out;
+  for (int attempt = 1; attempt <= 2; ++attempt) {
+    int slot = Acquire();
+    try {
+      out = CallOnce(slot, request, timeout_s);
+    } catch (const std::exception& error) {
+      out = CallOutcome{};
+      out.kind = "worker_error";
+      out.message = error.what();
+    }
+    Release(slot);
+    bool killed_worker = out.worker_died && out.kind == "crash";
+    if (!killed_worker) break;
+    if (attempt == 1) {
+      spdlog::warn("{}.{}: worker crashed ({}); retrying once on a fresh worker", module, function, out.message);
+      std::lock_guard<std::mutex> lock(mu_);
+      ++stats_.retries;
+    } else {
+      out.message += " (killed two workers; not retried again)";
+    }
+  }
+  return out;
+}
+
+PoolStats WorkerPool::Stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+std::vector<std::string> WorkerPool::Warnings() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return warnings_;
+}
+
+}  // namespace accelopt::worker

@@ -1,0 +1,82 @@
+// pool.h - a fixed-size pool of persistent worker processes.
+//
+// Call() blocks until a worker is free, so requests issued from several
+// threads (a for_each's items) run in parallel across workers. A worker that
+// died or asked to be replaced is respawned at once (in the background of its
+// next use). A request whose worker crashed is retried once on a fresh
+// worker; a request that killed two workers is reported, never retried
+// again. Timeouts are not retried (the deadline is the candidate's budget).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "worker/worker_process.h"
+
+namespace accelopt::worker {
+
+/// Pool size and defaults of per-call limits.
+struct PoolOptions {
+  int workers = 0;                    ///< number of processes; 0 = number of cores
+  WorkerConfig config;                ///< how each worker is started
+  double default_timeout_s = 300;     ///< wall-clock limit per call when the caller gives none (s)
+};
+
+/// Per-call limits (from the plugin API's limits_json).
+struct CallLimits {
+  double timeout_s = 0;       ///< wall clock in s; 0 = the pool default
+  uint64_t memory_bytes = 0;  ///< address space in bytes; 0 = the worker's cap
+};
+
+/// Counters for run.json and tests.
+struct PoolStats {
+  int64_t calls = 0;
+  int64_t spawned = 0;     ///< processes started, including respawns
+  int64_t timeouts = 0;
+  int64_t crashes = 0;     ///< calls that killed a worker (before retry)
+  int64_t retries = 0;
+  int64_t restarts = 0;    ///< workers replaced at their own request (OOM, integrity)
+};
+
+class WorkerPool {
+ public:
+  /// Starts all workers (asynchronously: the first call to each waits for it).
+  /// Throws std::runtime_error if a process cannot be spawned.
+  explicit WorkerPool(PoolOptions options);
+  ~WorkerPool();
+
+  /// Runs `module.function(arg)` in a worker. Never throws for a failing
+  /// call: the outcome carries the kind (timeout, crash, out_of_memory,
+  /// sandbox_violation, python_error, worker_error).
+  CallOutcome Call(const std::string& module, const std::string& function, const nlohmann::json& arg,
+                   const CallLimits& limits);
+
+  int size() const { return static_cast<int>(workers_.size()); }
+  PoolStats Stats() const;
+  /// Sandbox warnings reported by the first worker that became ready.
+  std::vector<std::string> Warnings() const;
+
+ private:
+  int Acquire();
+  void Release(int slot);
+  CallOutcome CallOnce(int slot, const nlohmann::json& request, double timeout_s);
+
+  PoolOptions options_;
+  std::vector<std::unique_ptr<WorkerProcess>> workers_;
+  std::vector<bool> busy_;
+  mutable std::mutex mu_;
+  std::condition_variable free_;
+  PoolStats stats_;
+  std::vector<std::string> warnings_;
+  bool warned_ = false;
+};
+
+/// Parses limits_json ({"timeout_s", "memory_bytes"}; other keys ignored).
+/// Throws std::invalid_argument for negative or non-numeric values.
+CallLimits ParseLimits(const nlohmann::json& limits);
+
+}  // namespace accelopt::worker

@@ -1,0 +1,37 @@
+// worker_main.h - the `accelopt-host worker` mode (internal, hidden): one
+// persistent worker process that serves isolated calls for its parent.
+//
+// Protocol (JSON lines; docs/isolation.md):
+//   fd 0 (from the host): {"id", "nonce", "module", "function", "arg",
+//                          "scratch", "limits": {"memory_bytes", "cpu_s"}}
+//   fd 3 (to the host):   first {"ready": true, "pid", "warnings": [...],
+//                          "versions": {...}}, then per request
+//                          {"id", "nonce", "ok", "result" | "error",
+//                           "integrity", "restart"}
+//   fd 1/2: log lines, forwarded by the host with the worker id.
+// The worker exits after answering a request whose reply has "restart":
+// true (a candidate ran out of memory or modified NumPy/the backend).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace accelopt::worker {
+
+/// Settings of one worker process (its command line).
+struct WorkerMainOptions {
+  int id = 0;                            ///< worker number, for logs
+  int parent_pid = 0;                    ///< exit at once if this process is not our parent
+  std::string scratch;                   ///< the only writable directory (absolute)
+  std::vector<std::string> python_paths; ///< extra sys.path entries (readable)
+  uint64_t memory_bytes = 0;             ///< RLIMIT_AS of the process in bytes; 0 = none
+  uint64_t cpu_seconds = 0;              ///< RLIMIT_CPU hard backstop in s; 0 = none
+  bool sandbox = true;                   ///< false: skip namespaces, Landlock and seccomp (debugging)
+};
+
+/// Runs the worker until its request pipe closes. Returns the process exit
+/// status: 0 on EOF, 75 after a restart request, 71 if Python failed to start.
+int WorkerMain(const WorkerMainOptions& options);
+
+}  // namespace accelopt::worker

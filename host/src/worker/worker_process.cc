@@ -1,0 +1,334 @@
+#include "worker/worker_process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <stdexcept>
+
+#include <spdlog/spdlog.h>
+
+#include "python/interpreter.h"
+
+extern char** environ;
+
+namespace accelopt::worker {
+namespace {
+
+constexpr size_t kRecentLogLines = 30;
+// Environment variables a worker inherits (no API keys, no PYTHON*).
+const char* const kPassedEnv[] = {"PATH", "LANG", "LC_ALL", "LC_CTYPE", "ACCELOPT_PYTHON_PATH", "NEURON_RT_VISIBLE_CORES"};
+
+// A pipe whose ends are >= 10 and close-on-exec (so dup2 onto 0..3 never collides).
+void MakePipe(int fds[2]) {
+  int raw[2];
+  if (pipe2(raw, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe2: ") + std::strerror(errno));
+  for (int i = 0; i < 2; ++i) {
+    fds[i] = fcntl(raw[i], F_DUPFD_CLOEXEC, 10);
+    close(raw[i]);
+  }
+}
+
+std::string RandomNonce() {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  char text[33];
+  std::snprintf(text, sizeof(text), "%016llx%016llx", static_cast<unsigned long long>(rng()),
+                static_cast<unsigned long long>(rng()));
+  return text;
+}
+
+double MsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+uint64_t ParseByteSize(const std::string& text) {
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    throw std::invalid_argument("not a size: '" + text + "' (use e.g. 4G, 512M or bytes)");
+  }
+  std::string suffix = text.substr(used);
+  double scale = 1;
+  if (suffix == "" || suffix == "B") scale = 1;
+  else if (suffix == "K" || suffix == "k" || suffix == "KiB") scale = 1024.0;
+  else if (suffix == "M" || suffix == "MiB") scale = 1024.0 * 1024;
+  else if (suffix == "G" || suffix == "GiB") scale = 1024.0 * 1024 * 1024;
+  else if (suffix == "T" || suffix == "TiB") scale = 1024.0 * 1024 * 1024 * 1024;
+  else throw std::invalid_argument("not a size: '" + text + "' (suffixes: K, M, G, T)");
+  if (!(value > 0) || !std::isfinite(value)) throw std::invalid_argument("size must be positive: '" + text + "'");
+  return static_cast<uint64_t>(value * scale);
+}
+
+std::string SelfExecutable() {
+  std::error_code error;
+  auto path = std::filesystem::read_symlink("/proc/self/exe", error);
+  return error ? std::string("/proc/self/exe") : path.string();
+}
+
+WorkerProcess::WorkerProcess(int id, const WorkerConfig& config) : id_(id), config_(config) {}
+
+WorkerProcess::~WorkerProcess() { Kill(); }
+
+std::string WorkerProcess::Scratch() const {
+  return (std::filesystem::path(config_.scratch_root) / ("w" + std::to_string(id_))).string();
+}
+
+void WorkerProcess::Start() {
+  Kill();
+  std::filesystem::create_directories(Scratch());
+  int requests[2], replies[2], logs[2];
+  MakePipe(requests);
+  MakePipe(replies);
+  MakePipe(logs);
+
+  std::string executable = config_.executable.empty() ? SelfExecutable() : config_.executable;
+  std::vector<std::string> args = {executable, "worker", "--id", std::to_string(id_), "--parent",
+                                   std::to_string(getpid()), "--scratch", Scratch(), "--memory",
+                                   std::to_string(config_.memory_bytes), "--cpu", std::to_string(config_.cpu_seconds)};
+  for (const auto& path : config_.python_paths) {
+    args.push_back("--python-path");
+    args.push_back(path);
+  }
+  if (!config_.sandbox) args.push_back("--no-sandbox");
+  std::vector<std::string> env;
+  for (const char* name : kPassedEnv) {
+    if (const char* value = std::getenv(name)) env.push_back(std::string(name) + "=" + value);
+  }
+  env.push_back("HOME=" + Scratch());
+  env.push_back("TMPDIR=" + Scratch());
+  env.push_back("ACCELOPT_PYTHON_PATH=" + python::HostPythonDir());
+  if (config_.single_thread_math) {
+    for (const char* name : {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"}) env.push_back(std::string(name) + "=1");
+  }
+  std::vector<char*> argv, envp;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, requests[0], 0);
+  posix_spawn_file_actions_adddup2(&actions, logs[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, logs[1], 2);
+  posix_spawn_file_actions_adddup2(&actions, replies[1], 3);
+  posix_spawn_file_actions_addclosefrom_np(&actions, 4);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t all, none;
+  sigfillset(&all);
+  sigemptyset(&none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setpgroup(&attr, 0);  // own process group: killed as a whole
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+  pid_t pid = -1;
+  int rc = posix_spawn(&pid, executable.c_str(), &actions, &attr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  close(requests[0]);
+  close(replies[1]);
+  close(logs[1]);
+  if (rc != 0) {
+    close(requests[1]);
+    close(replies[0]);
+    close(logs[0]);
+    throw std::runtime_error("cannot start worker " + std::to_string(id_) + " (" + executable + "): " + std::strerror(rc));
+  }
+  pid_ = pid;
+  to_worker_ = requests[1];
+  replies_ = std::make_unique<LineReader>(replies[0]);
+  ready_ = false;
+  {
+    std::lock_guard<std::mutex> lock(log_mu_);
+    recent_logs_.clear();
+  }
+  log_thread_ = std::thread([this, fd = logs[0]] { ReadLogs(fd); });
+  spdlog::debug("worker {}: started pid {}", id_, pid_);
+}
+
+void WorkerProcess::ReadLogs(int fd) {
+  LineReader reader(fd);
+  std::string line;
+  while (reader.ReadLine(&line, -1) == LineReader::kLine) {
+    spdlog::debug("[worker {}] {}", id_, line);
+    std::lock_guard<std::mutex> lock(log_mu_);
+    recent_logs_.push_back(line);
+    if (recent_logs_.size() > kRecentLogLines) recent_logs_.pop_front();
+  }
+  close(fd);
+}
+
+std::string WorkerProcess::RecentLogs() {
+  std::lock_guard<std::mutex> lock(log_mu_);
+  std::string text;
+  for (const auto& line : recent_logs_) text += line + "\n";
+  return text;
+}
+
+bool WorkerProcess::WaitReady(std::string* error) {
+  if (ready_) return true;
+  if (pid_ <= 0) {
+    *error = "worker not started";
+    return false;
+  }
+  auto start = std::chrono::steady_clock::now();
+  std::string line;
+  auto status = replies_->ReadLine(&line, static_cast<long>(config_.startup_timeout_s * 1000));
+  if (status != LineReader::kLine) {
+    Kill();
+    *error = status == LineReader::kTimeout ? "worker did not start within " + std::to_string(config_.startup_timeout_s) + " s"
+                                            : "worker exited while starting";
+    std::string logs = RecentLogs();
+    if (!logs.empty()) *error += ":\n" + logs;
+    return false;
+  }
+  auto hello = nlohmann::json::parse(line, nullptr, false);
+  if (!hello.is_object() || !hello.value("ready", false)) {
+    Kill();
+    *error = "worker failed to start: " + (hello.is_object() ? hello.value("error", line) : line);
+    return false;
+  }
+  warnings_.clear();
+  for (const auto& w : hello.value("warnings", nlohmann::json::array())) warnings_.push_back(w.get<std::string>());
+  ready_ = true;
+  spdlog::debug("worker {}: ready in {:.0f} ms", id_, MsSince(start));
+  return true;
+}
+
+int WorkerProcess::Reap() {
+  if (pid_ <= 0) return -1;
+  int status = -1;
+  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  return status;
+}
+
+void WorkerProcess::Kill() {
+  if (pid_ > 0) {
+    kill(-pid_, SIGKILL);
+    kill(pid_, SIGKILL);
+    Reap();
+    pid_ = -1;
+  }
+  if (to_worker_ >= 0) close(to_worker_);
+  to_worker_ = -1;
+  if (replies_) close(replies_->fd());
+  replies_.reset();
+  if (log_thread_.joinable()) log_thread_.join();
+  ready_ = false;
+}
+
+CallOutcome WorkerProcess::Dead(const std::string& context, double wall_ms) {
+  // The reply pipe closed: reap and say why the worker ended.
+  int status = Reap();
+  kill(-pid_, SIGKILL);  // anything left in its group
+  pid_ = -1;
+  if (log_thread_.joinable()) log_thread_.join();
+  CallOutcome out;
+  out.worker_died = true;
+  out.wall_ms = wall_ms;
+  out.traceback = RecentLogs();
+  if (status >= 0 && WIFSIGNALED(status)) {
+    int sig = WTERMSIG(status);
+    std::string name = sigabbrev_np(sig) ? std::string("SIG") + sigabbrev_np(sig) : std::to_string(sig);
+    if (sig == SIGXCPU) {
+      out.kind = "timeout";
+      out.message = "CPU time limit exceeded (" + name + ")";
+    } else if (sig == SIGSYS) {
+      out.kind = "sandbox_violation";
+      out.message = "forbidden system call (" + name + ")";
+    } else {
+      out.kind = "crash";
+      out.message = "worker killed by signal " + name;
+    }
+  } else if (status >= 0 && WIFEXITED(status)) {
+    out.kind = "crash";
+    out.message = "worker exited with status " + std::to_string(WEXITSTATUS(status));
+  } else {
+    out.kind = "crash";
+    out.message = "worker vanished";
+  }
+  out.message += " " + context;
+  if (replies_) close(replies_->fd());
+  replies_.reset();
+  if (to_worker_ >= 0) close(to_worker_);
+  to_worker_ = -1;
+  ready_ = false;
+  return out;
+}
+
+CallOutcome WorkerProcess::Call(const nlohmann::json& request_in, double timeout_s) {
+  auto start = std::chrono::steady_clock::now();
+  std::string error;
+  if (!WaitReady(&error)) {
+    CallOutcome out;
+    out.kind = "worker_error";
+    out.message = error;
+    out.worker_died = true;
+    return out;
+  }
+  nlohmann::json request = request_in;
+  uint64_t id = next_id_++;
+  std::string nonce = RandomNonce();
+  request["id"] = id;
+  request["nonce"] = nonce;
+  if (!request.contains("scratch")) request["scratch"] = Scratch();
+  if (!WriteLine(to_worker_, request.dump())) return Dead("while receiving the request", MsSince(start));
+
+  long timeout_ms = static_cast<long>(std::max(0.001, timeout_s) * 1000);
+  while (true) {
+    std::string line;
+    long left = timeout_ms - static_cast<long>(MsSince(start));
+    auto status = left <= 0 ? LineReader::kTimeout : replies_->ReadLine(&line, left);
+    if (status == LineReader::kTimeout) {
+      Kill();
+      CallOutcome out;
+      out.kind = "timeout";
+      out.message = "no answer within " + std::to_string(timeout_s).substr(0, std::to_string(timeout_s).find('.') + 3) +
+                    " s; worker killed";
+      out.worker_died = true;
+      out.wall_ms = MsSince(start);
+      return out;
+    }
+    if (status != LineReader::kLine) return Dead("during the call", MsSince(start));
+    auto reply = nlohmann::json::parse(line, nullptr, false);
+    // A line that is not our reply (wrong nonce: forged or stale) is ignored.
+    if (!reply.is_object() || reply.value("nonce", "") != nonce || reply.value("id", uint64_t{0}) != id) {
+      spdlog::warn("worker {}: ignoring a reply line that does not match the request", id_);
+      continue;
+    }
+    CallOutcome out;
+    out.wall_ms = MsSince(start);
+    out.ok = reply.value("ok", false);
+    if (out.ok) {
+      out.result = reply.value("result", nlohmann::json());
+    } else {
+      auto err = reply.value("error", nlohmann::json::object());
+      out.kind = err.value("kind", "python_error");
+      out.message = err.value("message", "worker call failed");
+      out.traceback = err.value("traceback", "");
+    }
+    out.integrity = reply.value("integrity", nlohmann::json::array());
+    if (reply.value("restart", false)) {
+      // The worker exits on its own after such a reply; make sure and reap it.
+      Kill();
+      out.worker_died = true;
+    }
+    return out;
+  }
+}
+
+}  // namespace accelopt::worker

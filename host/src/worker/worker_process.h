@@ -1,0 +1,106 @@
+// worker_process.h - the host's handle on one worker process: spawn
+// (posix_spawn of the host binary in `worker` mode, never fork of the
+// multi-threaded host), one request at a time with a hard deadline, death
+// classification and process-group kill.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "worker/protocol.h"
+
+namespace accelopt::worker {
+
+/// How workers are started (shared by every worker of a pool).
+struct WorkerConfig {
+  std::string executable;                ///< binary with the `worker` subcommand; "" = this one
+  std::string scratch_root;              ///< worker k writes only in <scratch_root>/w<k>
+  std::vector<std::string> python_paths; ///< extra sys.path entries for the workers
+  uint64_t memory_bytes = 4ull << 30;    ///< RLIMIT_AS per worker in bytes (hard cap of per-call limits)
+  uint64_t cpu_seconds = 24 * 3600;      ///< RLIMIT_CPU backstop per worker in s
+  bool single_thread_math = true;        ///< OPENBLAS/OMP/MKL_NUM_THREADS=1
+  bool sandbox = true;                   ///< namespaces, Landlock, seccomp in the worker
+  double startup_timeout_s = 120;        ///< spawn until "ready", in s
+};
+
+/// Outcome of one request.
+struct CallOutcome {
+  bool ok = false;
+  nlohmann::json result;          ///< the function's return value when ok
+  std::string kind;               ///< error kind when !ok (timeout, crash, out_of_memory, ...)
+  std::string message;            ///< human-readable error
+  std::string traceback;          ///< Python traceback or the worker's last log lines
+  nlohmann::json integrity = nlohmann::json::array();  ///< changes the worker found after the call
+  bool worker_died = false;       ///< the worker process is gone (killed, crashed, exited)
+  double wall_ms = 0;             ///< round trip in ms
+};
+
+/// One worker process. Not thread-safe: the pool hands it to one caller at a time.
+class WorkerProcess {
+ public:
+  WorkerProcess(int id, const WorkerConfig& config);
+  ~WorkerProcess();
+  WorkerProcess(const WorkerProcess&) = delete;
+  WorkerProcess& operator=(const WorkerProcess&) = delete;
+
+  /// Spawns the process (returns at once; see WaitReady). Throws
+  /// std::runtime_error if posix_spawn fails.
+  void Start();
+  /// Waits for the worker's ready line (at most config.startup_timeout_s).
+  /// Returns false with *error set if it died or did not answer in time.
+  bool WaitReady(std::string* error);
+  /// True after Start() and before the process was seen dead or killed.
+  bool Alive() const { return pid_ > 0; }
+  /// Sandbox warnings the worker reported when it became ready.
+  const std::vector<std::string>& warnings() const { return warnings_; }
+
+  /// Sends one request and waits for its reply at most `timeout_s` seconds.
+  /// On expiry the whole process group gets SIGKILL (kind "timeout"); a
+  /// dead worker is classified: SIGXCPU -> timeout, SIGSYS ->
+  /// sandbox_violation, other signals and exits -> crash.
+  CallOutcome Call(const nlohmann::json& request, double timeout_s);
+
+  /// SIGKILLs the process group and reaps the process (idempotent).
+  void Kill();
+  int id() const { return id_; }
+  pid_t pid() const { return pid_; }
+  /// The directory this worker may write in.
+  std::string Scratch() const;
+
+ private:
+  CallOutcome Dead(const std::string& context, double wall_ms);
+  void ReadLogs(int fd);
+  std::string RecentLogs();
+  int Reap();  // waitpid; returns the raw status (or -1)
+
+  int id_;
+  WorkerConfig config_;
+  pid_t pid_ = -1;
+  int to_worker_ = -1;
+  std::unique_ptr<LineReader> replies_;
+  std::thread log_thread_;
+  std::mutex log_mu_;
+  std::deque<std::string> recent_logs_;
+  std::vector<std::string> warnings_;
+  uint64_t next_id_ = 1;
+  bool ready_ = false;
+};
+
+/// Parses "4G", "512M", "1.5G", "1048576" (bytes; K/M/G/T are powers of
+/// 1024). Throws std::invalid_argument on anything else.
+uint64_t ParseByteSize(const std::string& text);
+
+/// Path of the running executable (/proc/self/exe resolved).
+std::string SelfExecutable();
+
+}  // namespace accelopt::worker

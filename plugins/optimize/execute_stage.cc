@@ -1,0 +1,170 @@
+// native:execute - turns plans into kernel files: K samples per plan from the
+// LLM (first fenced code block of the reply), or one accelopt.rules.apply
+// result per plan. Each file gets a JSON sidecar with its lineage.
+#include <filesystem>
+
+#include "stages.h"
+
+namespace fs = std::filesystem;
+
+namespace accelopt_optimize {
+namespace {
+
+// The new candidate's fields, inherited from its parent (the plan's candidate).
+json ChildCandidate(const json& plan, int sample, int64_t iteration, const std::string& origin) {
+  const json& parent = plan.at("candidate");
+  const std::string case_name = parent.value("case_name", "");
+  const std::string id = case_name + "-i" + std::to_string(iteration) + "-" + plan.value("plan_id", "p") + "-s" + std::to_string(sample);
+  json lineage = parent.value("lineage", json::array());
+  lineage.push_back(parent.value("id", ""));
+  json history = parent.value("history", json::array());
+  json step = {{"candidate", id}, {"plan_id", plan.value("plan_id", "")}, {"title", plan.value("title", "")}, {"origin", origin}};
+  if (plan.contains("rule")) {
+    step["rule"] = plan["rule"];
+    step["params"] = plan.value("params", json::object());
+    step["rule_plan_id"] = plan.value("rule_plan_id", "");
+  }
+  history.push_back(step);
+  json plan_info = {{"plan_id", plan.value("plan_id", "")}, {"title", plan.value("title", "")}, {"text", plan.value("text", "")}};
+  if (plan.contains("rule")) {
+    plan_info["rule"] = plan["rule"];
+    plan_info["params"] = plan.value("params", json::object());
+  }
+  return {{"id", id},
+          {"problem", parent.value("problem", "")},
+          {"case_name", case_name},
+          {"case_id", parent.value("case_id", json())},
+          {"values", parent.value("values", json::object())},
+          {"task", parent.value("task", "")},
+          {"rel_tol", parent.value("rel_tol", 2e-5)},
+          {"parent", parent.value("id", "")},
+          {"parent_kernel", parent.value("kernel", "")},
+          {"parent_latency_ms", parent.value("latency_ms", json())},
+          {"baseline_latency_ms", parent.value("baseline_latency_ms", json())},
+          {"lineage", lineage},
+          {"history", history},
+          {"plan", plan_info},
+          {"sample", sample},
+          {"iteration", iteration},
+          {"origin", origin}};
+}
+
+json Failed(json candidate, const std::string& kind, const std::string& message) {
+  candidate["status"] = "failed";
+  candidate["error"] = {{"kind", kind}, {"message", message}};
+  candidate["latency_ms"] = nullptr;
+  candidate["speedup"] = nullptr;
+  candidate["speedup_vs_baseline"] = nullptr;
+  return candidate;
+}
+
+}  // namespace
+
+json RunExecute(StageContext& ctx) {
+  const json& with = ctx.With();
+  const json plans = ListParam(with.value("plans", json()), "plans");
+  const int k = std::max<int>(1, with.value("samples_per_plan", 2));
+  const int64_t iteration = with.value("iteration", int64_t{0});
+  const int64_t seed = with.value("seed", int64_t{0});
+  const std::string endpoint = with.value("llm", "default");
+  const fs::path dir = ctx.StageDir();
+  const fs::path kernels = dir / "kernels";
+  fs::create_directories(kernels);
+
+  struct Job {
+    size_t plan;
+    int sample;
+    bool llm;
+  };
+  std::vector<Job> jobs;
+  bool any_llm = false;
+  for (size_t p = 0; p < plans.size(); ++p) {
+    const bool llm = plans[p].value("origin", "llm") != "rules";
+    any_llm = any_llm || llm;
+    for (int s = 0; s < (llm ? k : 1); ++s) jobs.push_back({p, s, llm});
+  }
+  std::optional<Prompts> prompts;
+  std::string system;
+  if (any_llm) {
+    prompts.emplace(with.value("prompts", ""));
+    system = prompts->Render("executor_system", json::object());
+  }
+  LlmCaller caller(ctx, endpoint, with);
+  std::vector<json> results(jobs.size());
+
+  ParallelFor(jobs.size(), with.value("max_concurrency", 8), [&](size_t j) {
+    const Job job = jobs[j];
+    const json& plan = plans[job.plan];
+    json candidate = ChildCandidate(plan, job.sample, iteration, job.llm ? "llm" : "rules");
+    const std::string id = candidate["id"];
+    const std::string case_name = candidate["case_name"];
+    try {
+      const std::string parent_source = ReadText(plan["candidate"].value("kernel", ""));
+      std::string source;
+      if (job.llm) {
+        json data = {{"problem", candidate["problem"]},
+                     {"case_name", case_name},
+                     {"reference_code", ReadText(candidate.value("task", ""))},
+                     {"kernel_code", parent_source},
+                     {"plan_title", plan.value("title", "")},
+                     {"plan_text", plan.value("text", "")}};
+        const std::string user = prompts->Render("executor_user", data);
+        const int64_t call_seed = seed * 1000003 + iteration * 10007 + static_cast<int64_t>(job.plan) * 31 + job.sample + 7;
+        json response = caller.Chat(case_name, system, user, call_seed);
+        const std::string reply = response.value("content", "");
+        WriteText(dir / "replies" / (SafeName(id) + ".md"), reply);
+        auto code = ExtractFirstCodeBlock(reply);
+        if (!code) {
+          results[j] = Failed(candidate, "no_code_block",
+                              "the reply has no fenced code block (finish_reason " + response.value("finish_reason", "?") +
+                                  ", " + std::to_string(reply.size()) + " characters)");
+          return;
+        }
+        source = WithImportHeader(*code) + "\n";
+      } else {
+        json plan_arg = {{"id", plan.value("rule_plan_id", "")}, {"rule", plan.value("rule", "")},
+                         {"description", plan.value("text", "")}, {"params", plan.value("params", json::object())}};
+        json reply = ctx.PythonCall("accelopt.rules", "apply", {{"source", parent_source}, {"plan", plan_arg}});
+        if (reply.contains("error") && !reply["error"].is_null()) {
+          const json& e = reply["error"];
+          std::string message = e.is_object() ? e.value("kind", "") + ": " + e.value("message", "") : e.dump();
+          results[j] = Failed(candidate, "rule_error", message);
+          return;
+        }
+        source = reply.value("source", "");
+        if (reply.contains("diff")) candidate["diff"] = reply["diff"];
+      }
+      if (NormalizeSource(source) == NormalizeSource(parent_source)) {
+        results[j] = Failed(candidate, "unchanged", "the new kernel is the parent kernel (comments/whitespace aside)");
+        return;
+      }
+      const fs::path file = kernels / (SafeName(id) + ".py");
+      WriteText(file, source);
+      candidate["kernel"] = file.string();
+      candidate["source_hash"] = HashHex(NormalizeSource(source));
+      WriteJson(kernels / (SafeName(id) + ".json"), candidate);
+      results[j] = candidate;
+    } catch (const std::exception& error) {
+      json err = ErrorJson(error);
+      results[j] = Failed(candidate, err["kind"], err["message"]);
+    }
+  });
+
+  json candidates = json::array();
+  json failures = json::array();
+  for (auto& result : results) {
+    if (result.value("status", "") == "failed") {
+      ctx.Warn(result.value("id", "") + ": " + result["error"].value("kind", "") + ": " + result["error"].value("message", ""));
+      WriteJson(kernels / (SafeName(result.value("id", "x")) + ".json"), result);
+      failures.push_back(std::move(result));
+    } else {
+      candidates.push_back(std::move(result));
+    }
+  }
+  caller.Save(ctx, "execute");
+  ctx.Info(std::to_string(candidates.size()) + " candidate kernels from " + std::to_string(plans.size()) + " plans" +
+           (failures.empty() ? "" : ", " + std::to_string(failures.size()) + " failed"));
+  return {{"candidates", candidates}, {"failures", failures}, {"usage", caller.UsageJson()}};
+}
+
+}  // namespace accelopt_optimize

@@ -1,0 +1,260 @@
+// native:optimize_init and native:plan.
+#include <cstring>
+#include <filesystem>
+#include <sstream>
+
+#include "stages.h"
+
+namespace fs = std::filesystem;
+
+namespace accelopt_optimize {
+namespace {
+
+// The kernel-version fields a beam member carries (docs/optimize.md, "Candidates").
+json BaselineCandidate(const json& result) {
+  const json item = result.value("case", json::object());
+  const double latency = result.value("latency_ms", 0.0);
+  json candidate = {{"id", item.value("service_name", item.value("case_name", "kernel") + "_ID0")},
+                    {"problem", item.value("problem", "")},
+                    {"case_name", item.value("case_name", "")},
+                    {"case_id", item.value("case_id", json())},
+                    {"values", item.value("values", json::object())},
+                    {"task", item.value("task", "")},
+                    {"rel_tol", item.value("rel_tol", 2e-5)},
+                    {"kernel", item.value("kernel", "")},
+                    {"parent", nullptr},
+                    {"lineage", json::array()},
+                    {"history", json::array()},
+                    {"plan", nullptr},
+                    {"iteration", -1},
+                    {"origin", "baseline"},
+                    {"latency_ms", latency},
+                    {"baseline_latency_ms", latency},
+                    {"speedup_vs_baseline", 1.0},
+                    {"metrics", result.value("metrics", json::object())}};
+  if (result.contains("peak")) candidate["peak"] = result["peak"];
+  return candidate;
+}
+
+std::string FirstLine(const std::string& text, size_t max_chars = 160) {
+  size_t start = text.find_first_not_of(" \t\r\n");
+  if (start == std::string::npos) return "";
+  std::string line = text.substr(start, text.find('\n', start) - start);
+  if (line.size() > max_chars) line = line.substr(0, max_chars) + "...";
+  return line;
+}
+
+// A plan's one-line title: "PLAN: x" / "Title: x" line, else the first bold span, else the first line.
+std::string PlanTitle(const std::string& text) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    for (const char* tag : {"PLAN:", "Plan:", "TITLE:", "Title:"}) {
+      auto at = line.find(tag);
+      if (at != std::string::npos && line.find_first_not_of(" #*\t") >= at) return FirstLine(line.substr(at + std::strlen(tag)));
+    }
+  }
+  auto bold = text.find("**");
+  if (bold != std::string::npos) {
+    auto end = text.find("**", bold + 2);
+    if (end != std::string::npos && end - bold < 200) return text.substr(bold + 2, end - bold - 2);
+  }
+  std::string first = FirstLine(text);
+  while (!first.empty() && (first[0] == '#' || first[0] == ' ')) first.erase(0, 1);
+  return first;
+}
+
+// accelopt.rules.propose's history: the rule plan ids ("rule:site") applied on the way to this kernel.
+json RuleHistory(const json& member) {
+  json out = json::array();
+  for (const auto& step : member.value("history", json::array())) {
+    if (step.contains("rule_plan_id") && step["rule_plan_id"].is_string()) out.push_back(step["rule_plan_id"]);
+  }
+  return out;
+}
+
+}  // namespace
+
+json VisibleExperiences(const json& memory, const std::string& case_name, int limit) {
+  json items = ListParam(memory, "items");
+  const std::string scope = memory.is_object() ? memory.value("scope", "problem") : "problem";
+  json visible = json::array();
+  for (const auto& item : items) {
+    if (scope == "shared" || item.value("case_name", "") == case_name) visible.push_back(item);
+  }
+  if (limit >= 0 && static_cast<int>(visible.size()) > limit) {
+    json newest = json::array();
+    for (size_t i = visible.size() - limit; i < visible.size(); ++i) newest.push_back(visible[i]);
+    visible = newest;
+  }
+  return visible;
+}
+
+json RunInit(StageContext& ctx) {
+  const json& with = ctx.With();
+  const json results = ListParam(with.value("results", json()), "results");
+  json beam = json::array();
+  json best = json::object();
+  json baselines = json::object();
+  for (const auto& result : results) {
+    json item = result.contains("case") ? result["case"] : result.value("item", json::object());
+    const std::string case_name = item.value("case_name", "");
+    if (case_name.empty()) continue;
+    json baseline = {{"problem", item.value("problem", "")}, {"values", item.value("values", json::object())},
+                     {"kernel", item.value("kernel", "")}, {"task", item.value("task", "")},
+                     {"ok", false}, {"latency_ms", nullptr}};
+    if (result.value("correct", false) && Number(result, "latency_ms").value_or(0) > 0) {
+      json candidate = BaselineCandidate(result);
+      beam.push_back(candidate);
+      best[case_name] = candidate;
+      baseline["ok"] = true;
+      baseline["latency_ms"] = result["latency_ms"];
+      baseline["id"] = candidate["id"];
+      if (result.contains("peak")) baseline["peak"] = result["peak"];
+    } else {
+      baseline["error"] = result.value("error", json({{"kind", "baseline_failed"}, {"message", "baseline did not profile"}}));
+      ctx.Warn(case_name + ": the baseline kernel failed; the problem is not optimized");
+    }
+    baselines[case_name] = baseline;
+  }
+  std::string why;
+  const std::string endpoint = with.value("llm", "default");
+  const bool llm = UseLlm(ctx, with.value("mode", "auto"), endpoint, &why);
+  if (llm) ctx.Info("optimizing " + std::to_string(beam.size()) + " problem(s) with " + why);
+  else ctx.Log(ACCEL_LOG_WARN, "no LLM endpoint (" + why + "): optimizing " + std::to_string(beam.size()) +
+                                   " problem(s) with the rule-based proposer (accelopt.rules)");
+  WriteJson(fs::path(ctx.StageDir()) / "beam.json", beam);
+  return {{"beam", beam}, {"best", best}, {"baselines", baselines}, {"mode", llm ? "llm" : "rules"}, {"mode_reason", why}};
+}
+
+json RunPlan(StageContext& ctx) {
+  const json& with = ctx.With();
+  const json beam = ListParam(with.value("beam", json()), "beam");
+  const json memory = with.value("memory", json());
+  const int n = std::max<int>(1, with.value("plans_per_candidate", 12));
+  const int64_t iteration = with.value("iteration", int64_t{0});
+  const int64_t seed = with.value("seed", int64_t{0});
+  const std::string endpoint = with.value("llm", "default");
+  const bool llm = UseLlm(ctx, with.value("mode", "auto"), endpoint);
+  const fs::path dir = ctx.StageDir();
+
+  // One job per (beam member, plan index); results land at their index.
+  struct Job {
+    size_t member;
+    int index;
+  };
+  std::vector<Job> jobs;
+  for (size_t m = 0; m < beam.size(); ++m) {
+    for (int i = 0; i < (llm ? n : 1); ++i) jobs.push_back({m, i});
+  }
+  std::vector<json> plans(jobs.size(), json::array());
+  std::vector<json> errors(jobs.size(), json());
+  LlmCaller caller(ctx, endpoint, with);
+  std::optional<Prompts> prompts;
+  json glossary;
+  std::vector<std::string> systems(beam.size()), users(beam.size());
+  if (llm) {
+    prompts.emplace(with.value("prompts", ""));
+    glossary = prompts->Data("metrics.json");
+  }
+  // Prompt parts per beam member (identical across its N calls but for the plan index).
+  std::vector<json> data(beam.size());
+  for (size_t m = 0; m < beam.size(); ++m) {
+    const json& member = beam[m];
+    const std::string case_name = member.value("case_name", "");
+    json experiences = VisibleExperiences(memory, case_name, with.value("max_experiences", 16));
+    json item = {{"problem", member.value("problem", "")},
+                 {"case_name", case_name},
+                 {"values", member.value("values", json::object()).dump()},
+                 {"reference_code", ReadText(member.value("task", ""))},
+                 {"kernel_code", ReadText(member.value("kernel", ""))},
+                 {"experiences", experiences},
+                 {"has_experiences", !experiences.empty()},
+                 {"plans_total", n},
+                 {"history", member.value("history", json::array())},
+                 {"has_history", !member.value("history", json::array()).empty()}};
+    if (llm) {
+      item["metrics"] = DisplayedMetrics(glossary, member.value("metrics", json::object()), member.value("latency_ms", json()));
+      item["glossary"] = glossary;
+      systems[m] = prompts->Render("planner_system", item);
+    }
+    data[m] = item;
+  }
+
+  ParallelFor(jobs.size(), with.value("max_concurrency", 8), [&](size_t j) {
+    const Job job = jobs[j];
+    const json& member = beam[job.member];
+    const std::string case_name = member.value("case_name", "");
+    const std::string plan_id = "b" + std::to_string(job.member) + "p" + std::to_string(job.index);
+    try {
+      if (llm) {
+        json item = data[job.member];
+        item["plan_number"] = job.index + 1;
+        const std::string user = prompts->Render("planner_user", item);
+        if (job.index == 0) {
+          WriteText(dir / "prompts" / (SafeName(member.value("id", "c")) + ".md"),
+                    "# system\n\n" + systems[job.member] + "\n\n# user\n\n" + user);
+        }
+        const int64_t call_seed = seed * 1000003 + iteration * 10007 + static_cast<int64_t>(job.member) * 101 + job.index;
+        json response = caller.Chat(case_name, systems[job.member], user, call_seed);
+        const std::string text = response.value("content", "");
+        WriteText(dir / "replies" / (SafeName(member.value("id", "c")) + "-" + plan_id + ".md"), text);
+        if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
+          throw StageFailure("empty_reply", "the planner returned an empty reply (finish_reason " +
+                                                response.value("finish_reason", "?") + ")");
+        }
+        plans[j].push_back({{"plan_id", plan_id}, {"index", job.index}, {"title", PlanTitle(text)}, {"text", text},
+                            {"origin", "llm"}, {"seed", call_seed}, {"candidate", member}});
+      } else {
+        json request = {{"source", data[job.member]["kernel_code"]},
+                        {"metrics", member.value("metrics", json::object())},
+                        {"max_plans", n},
+                        {"seed", seed * 1000003 + iteration * 10007 + static_cast<int64_t>(job.member)},
+                        {"history", RuleHistory(member)}};
+        json reply = ctx.PythonCall("accelopt.rules", "propose", request);
+        if (reply.contains("error") && reply["error"].is_object()) {
+          throw StageFailure("rule_error", "accelopt.rules.propose: " + reply["error"].value("kind", "") + ": " +
+                                               reply["error"].value("message", ""));
+        }
+        json proposed = reply.value("plans", json::array());
+        int index = 0;
+        for (const auto& plan : proposed) {
+          if (index >= n) break;
+          std::string description = plan.value("description", plan.value("rule", "rule"));
+          plans[j].push_back({{"plan_id", "b" + std::to_string(job.member) + "p" + std::to_string(index)},
+                              {"index", index},
+                              {"title", description},
+                              {"text", description},
+                              {"rule", plan.value("rule", "")},
+                              {"rule_plan_id", plan.value("id", "")},
+                              {"params", plan.value("params", json::object())},
+                              {"origin", "rules"},
+                              {"candidate", member}});
+          ++index;
+        }
+      }
+    } catch (const std::exception& error) {
+      json err = ErrorJson(error);
+      errors[j] = {{"candidate", member.value("id", "")}, {"case_name", case_name}, {"plan_id", plan_id}, {"error", err}};
+      ctx.Warn(member.value("id", "") + " " + plan_id + ": " + err["kind"].get<std::string>() + ": " + err["message"].get<std::string>());
+    }
+  });
+
+  json out_plans = json::array();
+  json out_errors = json::array();
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    for (auto& plan : plans[j]) out_plans.push_back(std::move(plan));
+    if (!errors[j].is_null()) out_errors.push_back(errors[j]);
+  }
+  caller.Save(ctx, "plan");
+  json summary = json::array();
+  for (const auto& plan : out_plans) {
+    summary.push_back({{"candidate", plan["candidate"]["id"]}, {"plan_id", plan["plan_id"]}, {"title", plan["title"]},
+                       {"origin", plan["origin"]}});
+  }
+  WriteJson(dir / "planner_results.json", summary);
+  ctx.Info(std::to_string(out_plans.size()) + " plans for " + std::to_string(beam.size()) + " candidate(s)" +
+           (out_errors.empty() ? "" : ", " + std::to_string(out_errors.size()) + " failed"));
+  return {{"plans", out_plans}, {"errors", out_errors}, {"mode", llm ? "llm" : "rules"}, {"usage", caller.UsageJson()}};
+}
+
+}  // namespace accelopt_optimize

@@ -1,0 +1,107 @@
+// The `optimize` plugin: AccelOpt's plan -> execute -> profile -> select ->
+// summarize loop with an optimization memory (docs/optimize.md).
+#include <string>
+
+#include "stages.h"
+
+namespace {
+
+const std::string kLlmParams = R"JSON("mode": {"type": "string", "default": "auto", "doc": "llm, rules (accelopt.rules), or auto (llm when the endpoint exists)"},
+  "llm": {"type": "string", "default": "default", "doc": "endpoint name in the pipeline's llm: block"},
+  "prompts": {"type": "string", "default": "", "doc": "directory of the mustache prompt templates (prompts/)"},
+  "max_concurrency": {"type": "integer", "default": 8, "doc": "LLM calls in flight from this stage"},
+  "temperature": {"type": "number", "doc": "sampling temperature (default: the endpoint's)"},
+  "max_tokens": {"type": "integer", "doc": "completion budget in tokens (default: the endpoint's)"},
+  "seed": {"type": "integer", "default": 0, "doc": "base of the per-call seeds (sent as the request's seed)"})JSON";
+
+constexpr const char* kInitParams = R"JSON({
+  "results": {"type": "any", "required": true, "doc": "outputs of the baseline native:profile for_each (one per case)"},
+  "mode": {"type": "string", "default": "auto", "doc": "auto, llm or rules; resolved once here (output `mode`)"},
+  "llm": {"type": "string", "default": "default", "doc": "endpoint name in the llm: block"}
+})JSON";
+
+const std::string kPlanParams = "{" R"JSON(
+  "beam": {"type": "any", "required": true, "doc": "candidates to plan for (list, or select's outputs)"},
+  "memory": {"type": "any", "doc": "memory object from native:memory (experiences shown to the planner)"},
+  "plans_per_candidate": {"type": "integer", "default": 12, "doc": "N: plans per candidate (LLM calls; rules: proposals)"},
+  "max_experiences": {"type": "integer", "default": 16, "doc": "newest experiences shown per prompt"},
+  "iteration": {"type": "integer", "default": 0, "doc": "loop iteration (for ids and seeds)"},
+  )JSON" + kLlmParams + "}";
+
+const std::string kExecuteParams = "{" R"JSON(
+  "plans": {"type": "any", "required": true, "doc": "plans (list, or plan's outputs)"},
+  "samples_per_plan": {"type": "integer", "default": 2, "doc": "K: code samples per LLM plan (rule plans: 1)"},
+  "iteration": {"type": "integer", "default": 0, "doc": "loop iteration (for ids and seeds)"},
+  )JSON" + kLlmParams + "}";
+
+constexpr const char* kScoreParams = R"JSON({
+  "results": {"type": "any", "required": true, "doc": "outputs of the candidates' native:profile for_each"},
+  "failures": {"type": "any", "doc": "candidates that never reached profiling (execute's outputs or its `failures` list)"}
+})JSON";
+
+const std::string kFixerParams = "{" R"JSON(
+  "records": {"type": "any", "required": true, "doc": "scored records (list, or score's outputs)"},
+  "rounds": {"type": "integer", "default": 0, "doc": "F: repair rounds per failed candidate; 0 = off (NKI default)"},
+  "backend": {"type": "string", "default": "auto", "doc": "profiling backend for repaired kernels"},
+  "target": {"type": "string", "default": "trn1", "doc": "trn1 or trn2"},
+  "timeout_s": {"type": "number", "default": 180, "doc": "profiling time limit per repaired kernel (s; worker pool)"},
+  )JSON" + kLlmParams + "}";
+
+constexpr const char* kSelectParams = R"JSON({
+  "beam": {"type": "any", "required": true, "doc": "the current beam"},
+  "records": {"type": "any", "required": true, "doc": "scored records of this iteration (list, or score/fixer outputs)"},
+  "best": {"type": "any", "default": {}, "doc": "case_name -> best kernel so far (elitism)"},
+  "beam_width": {"type": "integer", "default": 6, "doc": "B: kernels per problem in the next beam"}
+})JSON";
+
+const std::string kSummarizeParams = "{" R"JSON(
+  "records": {"type": "any", "required": true, "doc": "scored records (list, or score/fixer outputs)"},
+  "top_k": {"type": "integer", "default": 8, "doc": "TopK: experiences per problem and iteration (<= TopK/2 positive)"},
+  "max_threshold": {"type": "number", "default": 1.04, "doc": "a positive rewrite needs speedup > max_threshold"},
+  "min_threshold": {"type": "number", "default": 1.15, "doc": "a negative rewrite needs speedup < 1/min_threshold"},
+  "iteration": {"type": "integer", "default": 0, "doc": "loop iteration (stored in the items)"},
+  )JSON" + kLlmParams + "}";
+
+constexpr const char* kMemoryParams = R"JSON({
+  "memory": {"type": "any", "doc": "the memory so far (null: start from `load` or empty)"},
+  "load": {"type": "string", "default": "", "doc": "memory.json (or a list of items) to start from when `memory` is null"},
+  "add": {"type": "any", "default": [], "doc": "new experience items (list, or summarize's outputs)"},
+  "capacity": {"type": "integer", "default": 16, "doc": "ExpN: items kept per problem (scope problem) or in all (shared)"},
+  "scope": {"type": "string", "default": "problem", "doc": "problem (one memory per case) or shared"},
+  "iteration": {"type": "any", "doc": "loop iteration (recorded)"}
+})JSON";
+
+constexpr const char* kReportParams = R"JSON({
+  "baselines": {"type": "any", "required": true, "doc": "optimize_init's baselines (case_name -> baseline)"},
+  "best": {"type": "any", "required": true, "doc": "case_name -> best kernel (the loop's carry)"},
+  "target": {"type": "string", "default": "trn1", "doc": "peak model target (trn1, trn2)"},
+  "mode": {"type": "string", "default": "", "doc": "llm or rules (shown in the report)"},
+  "out_dir": {"type": "string", "default": "", "doc": "where to write (default: the run directory)"}
+})JSON";
+
+using namespace accelopt_optimize;
+
+const AccelStageDescriptor kStages[] = {
+    ACCELOPT_STAGE("optimize_init", "Start an optimization: first beam and best-so-far from the baseline profiles; resolves LLM vs rule-based mode.",
+                   kInitParams, RunInit),
+    ACCELOPT_STAGE("plan", "Planner: N optimization plans per beam kernel (LLM with memory experiences and profile metrics, or accelopt.rules.propose).",
+                   kPlanParams.c_str(), RunPlan),
+    ACCELOPT_STAGE("execute", "Executor: K kernel samples per plan (first fenced code block of the reply, or accelopt.rules.apply), written with lineage sidecars.",
+                   kExecuteParams.c_str(), RunExecute),
+    ACCELOPT_STAGE("score", "Candidate records from profile results: status, error kind, speedup vs parent and vs the original baseline.",
+                   kScoreParams, RunScore),
+    ACCELOPT_STAGE("fixer", "Optional repair: up to F LLM rounds (with the error log) for candidates that failed to compile or were wrong.",
+                   kFixerParams.c_str(), RunFixer),
+    ACCELOPT_STAGE("select", "Next beam of B kernels per problem by latency; the best so far always stays; duplicate sources dropped.",
+                   kSelectParams, RunSelect),
+    ACCELOPT_STAGE("summarize", "Rewrite selection (best/worst sample per plan, thresholds, TopK) and one experience item per selected pair.",
+                   kSummarizeParams.c_str(), RunSummarize),
+    ACCELOPT_STAGE("memory", "Optimization memory: add experiences (duplicates replaced, newest kept, FIFO capacity ExpN), save memory.json.",
+                   kMemoryParams, RunMemory),
+    ACCELOPT_STAGE("optimize_report", "Final report per problem: original/best latency, speedup, % of peak, winning kernel and lineage, LLM tokens and cost.",
+                   kReportParams, RunReport),
+};
+
+}  // namespace
+
+ACCELOPT_EXPORT_PLUGIN("optimize", "0.1.0", kStages)

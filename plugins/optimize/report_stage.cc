@@ -1,0 +1,173 @@
+// native:optimize_report - the final report of an optimization run, one row per
+// problem: original and best latency, speedup, % of peak before/after
+// (accelopt.peak), the winning kernel (copied to <out>/best/) and its lineage,
+// candidate counts and LLM tokens/cost. Writes optimize_report.json and
+// optimize_report.md.
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "stages.h"
+
+namespace fs = std::filesystem;
+
+namespace accelopt_optimize {
+namespace {
+
+// Per-case LLM usage from <run>/optimize/llm_usage.jsonl (the last line per stage dir wins).
+std::map<std::string, Usage> UsageByCase(const fs::path& run_dir, Usage* total) {
+  std::map<std::string, json> latest;
+  std::ifstream in(run_dir / "optimize" / "llm_usage.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    json entry = json::parse(line, nullptr, false);
+    if (entry.is_object()) latest[entry.value("key", "")] = entry;
+  }
+  std::map<std::string, Usage> out;
+  for (const auto& [key, entry] : latest) {
+    for (const auto& [case_name, u] : entry["usage"].value("by_case", json::object()).items()) {
+      Usage usage;
+      usage.requests = u.value("requests", int64_t{0});
+      usage.failed = u.value("failed", int64_t{0});
+      usage.prompt_tokens = u.value("prompt_tokens", int64_t{0});
+      usage.completion_tokens = u.value("completion_tokens", int64_t{0});
+      usage.cost_usd = u.value("cost_usd", 0.0);
+      out[case_name].Add(usage);
+      total->Add(usage);
+    }
+  }
+  return out;
+}
+
+// Candidate counts per case from <run>/optimize/records.jsonl.
+std::map<std::string, json> CountsByCase(const fs::path& run_dir) {
+  std::map<std::string, json> out;
+  std::ifstream in(run_dir / "optimize" / "records.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    json record = json::parse(line, nullptr, false);
+    if (!record.is_object()) continue;
+    json& counts = out[record.value("case_name", "")];
+    if (counts.is_null()) counts = {{"candidates", 0}, {"correct", 0}, {"failed_by_kind", json::object()}};
+    counts["candidates"] = counts["candidates"].get<int>() + 1;
+    if (record.value("status", "") == "ok") {
+      counts["correct"] = counts["correct"].get<int>() + 1;
+    } else {
+      std::string kind = record.value("error", json::object()).value("kind", "error");
+      counts["failed_by_kind"][kind] = counts["failed_by_kind"].value(kind, 0) + 1;
+    }
+  }
+  return out;
+}
+
+json Peak(StageContext& ctx, const json& baseline, double latency, const std::string& target) {
+  try {
+    return ctx.PythonCall("accelopt.peak", "describe", {{"problem", baseline.value("problem", "")},
+                                                         {"values", baseline.value("values", json::object())},
+                                                         {"latency_ms", latency}, {"target", target}});
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+}
+
+std::string Pct(const json& peak) {
+  return peak.is_object() && peak.contains("percent_of_peak") ? Fixed(peak["percent_of_peak"].get<double>(), 1) + "%" : "n/a";
+}
+
+}  // namespace
+
+json RunReport(StageContext& ctx) {
+  const json& with = ctx.With();
+  json baselines = with.value("baselines", json::object());
+  json best = with.value("best", json::object());
+  if (!baselines.is_object()) baselines = json::object();
+  if (!best.is_object()) best = json::object();
+  const std::string target = with.value("target", "trn1");
+  const fs::path out_dir = with.value("out_dir", std::string()).empty() ? fs::path(ctx.RunDir()) : fs::path(with.value("out_dir", ""));
+  Usage total_usage;
+  auto usage = UsageByCase(ctx.RunDir(), &total_usage);
+  auto counts = CountsByCase(ctx.RunDir());
+
+  json rows = json::array();
+  std::ostringstream md;
+  md << "# Optimization report\n\n"
+     << "| problem | case | original ms | best ms | speedup | % peak before | % peak after | candidates (correct) | LLM tokens | LLM cost USD | winner |\n"
+     << "|---|---|---|---|---|---|---|---|---|---|---|\n";
+  double log_sum = 0;
+  int n_ok = 0, improved = 0;
+  for (const auto& [case_name, baseline] : baselines.items()) {
+    json row = {{"case_name", case_name}, {"problem", baseline.value("problem", "")}};
+    json c = counts.count(case_name) ? counts[case_name] : json({{"candidates", 0}, {"correct", 0}, {"failed_by_kind", json::object()}});
+    Usage u = usage.count(case_name) ? usage[case_name] : Usage{};
+    row["candidates"] = c;
+    row["llm"] = u.ToJson();
+    if (!baseline.value("ok", false)) {
+      row["status"] = "baseline_failed";
+      row["error"] = baseline.value("error", json());
+      rows.push_back(row);
+      md << "| " << row["problem"].get<std::string>() << " | " << case_name << " | failed | - | - | - | - | - | - | - | baseline failed: "
+         << baseline.value("error", json::object()).value("kind", "?") << " |\n";
+      continue;
+    }
+    const double original = baseline["latency_ms"].get<double>();
+    json winner = best.contains(case_name) ? best[case_name] : json::object();
+    const double latency = Number(winner, "latency_ms").value_or(original);
+    const double speedup = original / latency;
+    json peak_before = Peak(ctx, baseline, original, target);
+    json peak_after = Peak(ctx, baseline, latency, target);
+    row["original_latency_ms"] = original;
+    row["best_latency_ms"] = latency;
+    row["speedup"] = speedup;
+    row["percent_of_peak_before"] = peak_before.is_object() ? peak_before.value("percent_of_peak", json()) : json();
+    row["percent_of_peak_after"] = peak_after.is_object() ? peak_after.value("percent_of_peak", json()) : json();
+    row["peak_bound"] = peak_before.is_object() ? peak_before.value("bound", json()) : json();
+    const bool better = winner.value("origin", "baseline") != "baseline" && latency < original;
+    row["status"] = better ? "improved" : "no_improvement";
+    if (better) ++improved;
+    row["winner"] = {{"id", winner.value("id", "")}, {"origin", winner.value("origin", "")},
+                     {"lineage", winner.value("lineage", json::array())}, {"history", winner.value("history", json::array())}};
+    std::string kernel = winner.value("kernel", baseline.value("kernel", ""));
+    if (better && !kernel.empty()) {
+      fs::path copy = out_dir / "best" / (SafeName(case_name) + ".py");
+      try {
+        WriteText(copy, ReadText(kernel));
+        kernel = copy.string();
+      } catch (const std::exception& error) {
+        ctx.Warn("cannot copy the winning kernel: " + std::string(error.what()));
+      }
+    }
+    row["kernel"] = kernel;
+    log_sum += std::log(speedup);
+    ++n_ok;
+    std::string lineage;
+    for (const auto& step : winner.value("history", json::array())) {
+      lineage += (lineage.empty() ? "" : " -> ") + step.value("title", step.value("plan_id", "?"));
+    }
+    if (!better) {
+      std::string why = std::to_string(c["candidates"].get<int>()) + " candidates, " + std::to_string(c["correct"].get<int>()) +
+                        " correct, none faster";
+      if (c["correct"].get<int>() == 0 && c["candidates"].get<int>() > 0) why = "no correct candidate (" + c["failed_by_kind"].dump() + ")";
+      if (c["candidates"].get<int>() == 0) why = "no candidate was produced";
+      row["reason"] = why;
+      lineage = "baseline kept: " + why;
+    }
+    rows.push_back(row);
+    md << "| " << row["problem"].get<std::string>() << " | " << case_name << " | " << Fixed(original, 5) << " | " << Fixed(latency, 5)
+       << " | " << Fixed(speedup) << "x | " << Pct(peak_before) << " | " << Pct(peak_after) << " | " << c["candidates"].get<int>()
+       << " (" << c["correct"].get<int>() << ") | " << (u.prompt_tokens + u.completion_tokens) << " | " << Fixed(u.cost_usd, 4)
+       << " | " << (better ? winner.value("id", "") + ": " + lineage : lineage) << " |\n";
+  }
+  const double geomean = n_ok > 0 ? std::exp(log_sum / n_ok) : 1.0;
+  md << "\nGeomean speedup " << Fixed(geomean) << "x over " << n_ok << " problem(s); " << improved << " improved. LLM: "
+     << total_usage.requests << " requests (" << total_usage.failed << " failed), "
+     << (total_usage.prompt_tokens + total_usage.completion_tokens) << " tokens, " << Fixed(total_usage.cost_usd, 4) << " USD.\n";
+  json report = {{"rows", rows}, {"geomean_speedup", geomean}, {"improved", improved}, {"problems", rows.size()},
+                 {"llm", total_usage.ToJson()}, {"target", target}, {"mode", with.value("mode", "")}};
+  WriteJson(out_dir / "optimize_report.json", report);
+  WriteText(out_dir / "optimize_report.md", md.str());
+  ctx.Info("\n" + md.str());
+  report["markdown"] = (out_dir / "optimize_report.md").string();
+  report["json"] = (out_dir / "optimize_report.json").string();
+  return report;
+}
+
+}  // namespace accelopt_optimize

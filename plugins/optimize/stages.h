@@ -1,0 +1,34 @@
+// plugins/optimize/stages.h - the stages of the `optimize` plugin (the
+// plan -> execute -> profile -> select -> summarize loop; docs/optimize.md).
+#pragma once
+
+#include "common.h"
+
+namespace accelopt_optimize {
+
+/// native:optimize_init - baseline profiles -> first beam, best-so-far, baselines, LLM mode.
+json RunInit(StageContext& ctx);
+/// native:plan - N optimization plans per beam candidate (LLM or accelopt.rules.propose).
+json RunPlan(StageContext& ctx);
+/// native:execute - K kernel samples per plan (LLM or accelopt.rules.apply), written with lineage.
+json RunExecute(StageContext& ctx);
+/// native:score - profile results -> candidate records with speedups vs parent and baseline.
+json RunScore(StageContext& ctx);
+/// native:fixer - up to F LLM repair rounds for candidates that failed to compile or were wrong.
+json RunFixer(StageContext& ctx);
+/// native:select - the next beam: elitist, deduplicated on normalized source.
+json RunSelect(StageContext& ctx);
+/// native:summarize - rewrite selection + one summary per selected pair -> experience items.
+json RunSummarize(StageContext& ctx);
+/// native:memory - the optimization memory (capacity, newest kept, duplicates dropped), saved.
+json RunMemory(StageContext& ctx);
+/// native:optimize_report - per-problem final report (latency, speedup, % of peak, lineage, LLM cost).
+json RunReport(StageContext& ctx);
+
+// Pure parts, shared between stages.
+
+/// Experience items of `memory` visible to a candidate of `case_name` (scope
+/// "problem": same case only; "shared": all), oldest first, at most `limit` (newest kept).
+json VisibleExperiences(const json& memory, const std::string& case_name, int limit);
+
+}  // namespace accelopt_optimize

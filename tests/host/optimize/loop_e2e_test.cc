@@ -1,0 +1,219 @@
+// End-to-end runs of pipelines/nkibench-optimize.yaml (small silu case, emulator):
+// against a scripted LLM server, replayed from its transcript, and rule-based.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "host/optimize/optimize_fixture.h"
+
+using namespace accelopt::testing;
+using namespace accelopt::testing::optimize;
+using nlohmann::json;
+
+namespace {
+
+const char* kExperienceTitle = "Fuse the silu steps into one Scalar Engine activation";
+
+std::string Role(const json& body) {
+  std::string system = body["messages"][0]["content"];
+  if (system.rfind("You are a performance engineer", 0) == 0) return "planner";
+  if (system.rfind("You are an NKI kernel engineer", 0) == 0) return "executor";
+  if (system.rfind("You study pairs", 0) == 0) return "summarizer";
+  return "other";
+}
+
+// Planner n of 3: 1 = the real improvement, 2 = a kernel that does not compile,
+// 3 = an answer without code.
+std::string Respond(const json& body) {
+  const std::string role = Role(body);
+  const std::string user = body["messages"][1]["content"];
+  if (role == "planner") {
+    if (user.find("planner 1 of") != std::string::npos) return "PLAN: fuse the four silu steps into one nisa.activation(op=nl.silu)\nThe Vector Engine is busy with three instructions per tile.";
+    if (user.find("planner 2 of") != std::string::npos) return "PLAN: load whole rows with advanced indexing\nFewer DMA descriptors.";
+    return "PLAN: explain only\nNothing to write.";
+  }
+  if (role == "executor") {
+    if (user.find("fuse the four silu steps") != std::string::npos) return Fenced(kFusedSilu);
+    if (user.find("advanced indexing") != std::string::npos) return Fenced(kBrokenSilu);
+    return "I would not change the code; the kernel is fine as it is.";
+  }
+  if (role == "summarizer") {
+    return std::string("TITLE: ") + kExperienceTitle +
+           "\nDESCRIPTION:\nThe slow kernel computes exp, add, reciprocal and multiply per tile on two engines; the fast "
+           "kernel issues one silu activation. Fewer instructions, 1.15x faster.\nBEFORE:\n```python\ne_tile = nisa.activation(op=nl.exp, data=x_tile, scale=-1.0)\n```\n"
+           "AFTER:\n```python\ny_tile = nisa.activation(op=nl.silu, data=x_tile)\n```\n";
+  }
+  return "?";
+}
+
+std::vector<std::string> BaseArgs(const std::filesystem::path& run_dir) {
+  return {"run", SourcePath("pipelines/nkibench-optimize.yaml").string(), "--run-dir", run_dir.string(),
+          "--set", "vars.cases=small", "--set", "vars.problems=[silu]", "--set", "backend.nki=emulator",
+          "--set", "vars.beam=2", "--set", "vars.max_parallel=2"};
+}
+
+std::vector<std::string> With(std::vector<std::string> args, const std::vector<std::string>& sets) {
+  for (const auto& s : sets) {
+    args.push_back("--set");
+    args.push_back(s);
+  }
+  return args;
+}
+
+std::vector<json> JsonLines(const std::filesystem::path& path) {
+  std::vector<json> out;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) out.push_back(json::parse(line));
+  return out;
+}
+
+// What must not differ between a run and its replay.
+json Outcome(const std::filesystem::path& run_dir) {
+  json report = ReadJson(run_dir / "optimize_report.json");
+  json rows = json::array();
+  for (const auto& row : report["rows"]) {
+    rows.push_back({row["case_name"], row["status"], row["best_latency_ms"], row["speedup"], row["winner"]["id"], row["llm"]["requests"]});
+  }
+  json records = json::array();
+  for (const auto& r : JsonLines(run_dir / "optimize" / "records.jsonl")) {
+    records.push_back({r["id"], r["status"], r["latency_ms"], r["error"].is_object() ? r["error"]["kind"] : json()});
+  }
+  json memory = json::array();
+  for (const auto& item : ReadJson(run_dir / "memory.json")["items"]) memory.push_back({item["id"], item["title"], item["speedup"]});
+  return {{"rows", rows}, {"records", records}, {"memory", memory}};
+}
+
+}  // namespace
+
+TEST_CASE("LLM loop end to end: a real faster kernel flows through select, summarize, memory and the next plan prompt; replay reproduces it",
+          "[optimize][e2e]") {
+  TempDir dir;
+  const auto run1 = dir.path() / "live";
+  std::vector<json> requests;
+  {
+    ScriptedLlmServer server(Respond);
+    auto result = RunHost(With(BaseArgs(run1), {"vars.iterations=2", "vars.plans=3", "vars.samples=1", "vars.llm_concurrency=3",
+                                                "llm.default.base_url=" + server.BaseUrl(), "llm.default.model=fake-model",
+                                                "llm.default.price_per_mtok_in=1.0", "llm.default.price_per_mtok_out=2.0"}));
+    INFO(result.output);
+    json run = ReadJson(run1 / "run.json");
+    CHECK(run["status"] == "succeeded");
+    CHECK(run["failed_stages"] == 0);
+    requests = server.Requests();
+  }
+
+  // The report: the fused kernel from iteration 0 won, with its lineage.
+  json report = ReadJson(run1 / "optimize_report.json");
+  REQUIRE(report["rows"].size() == 1);
+  const json& row = report["rows"][0];
+  CHECK(row["status"] == "improved");
+  CHECK(row["speedup"].get<double>() > 1.05);
+  CHECK(row["best_latency_ms"].get<double>() < row["original_latency_ms"].get<double>());
+  CHECK(row["percent_of_peak_after"].get<double>() > row["percent_of_peak_before"].get<double>());
+  CHECK(row["winner"]["id"] == "silu_M256_N1024-i0-b0p0-s0");
+  CHECK(row["winner"]["lineage"] == json::array({"silu_M256_N1024_ID0"}));
+  CHECK(row["winner"]["history"][0]["title"] == "fuse the four silu steps into one nisa.activation(op=nl.silu)");
+  CHECK_THAT(ReadFile(row["kernel"].get<std::string>()), Catch::Contains("op=nl.silu"));
+  CHECK(row["llm"]["requests"].get<int>() > 0);
+  CHECK(row["llm"]["cost_usd"].get<double>() > 0);
+  CHECK_THAT(ReadFile(run1 / "optimize_report.md"), Catch::Contains("improved"));
+
+  // Every failure was recorded with its kind and the loop went on to iteration 1.
+  std::map<std::string, int> kinds;
+  for (const auto& r : JsonLines(run1 / "optimize" / "records.jsonl")) {
+    if (r["status"] == "failed") ++kinds[r["error"]["kind"].get<std::string>()];
+  }
+  CHECK(kinds["no_code_block"] >= 2);
+  CHECK(kinds["compile_error"] >= 2);
+  CHECK(kinds["unchanged"] >= 1);  // iteration 1 re-derived the fused kernel from itself
+
+  // Memory: the experience with the measured speedup and its lineage, saved at the run level.
+  json memory = ReadJson(run1 / "memory.json");
+  REQUIRE(memory["items"].size() == 1);  // iteration 1's identical lesson replaced the older one
+  CHECK(memory["items"][0]["title"] == kExperienceTitle);
+  CHECK(memory["items"][0]["speedup"].get<double>() > 1.05);
+  CHECK(memory["items"][0]["lineage"]["parent"] == "silu_M256_N1024_ID0");
+
+  // The summarizer saw the real speedup; the next iteration's planner prompts carry the experience.
+  int planners_without = 0, planners_with = 0, summarizer_seen = 0;
+  bool order_ok = true;
+  for (const auto& body : requests) {
+    const std::string role = Role(body);
+    if (role == "summarizer") {
+      ++summarizer_seen;
+      CHECK_THAT(PromptText(body), Catch::Contains("x faster than the slow kernel"));
+      CHECK_THAT(PromptText(body), !Catch::Contains("{{speedup}}"));
+    }
+    if (role != "planner") continue;
+    if (PromptText(body).find(kExperienceTitle) != std::string::npos) {
+      ++planners_with;
+      if (summarizer_seen == 0) order_ok = false;
+    } else {
+      ++planners_without;
+    }
+  }
+  CHECK(planners_without == 3);  // iteration 0: one beam kernel x 3 plans
+  CHECK(planners_with == 6);     // iteration 1: two beam kernels x 3 plans
+  CHECK(order_ok);
+
+  // LLM accounting in run.json and the transcript.
+  json run = ReadJson(run1 / "run.json");
+  const json usage = run["services"]["llm"]["usage"];
+  CHECK(usage["total"]["requests"].get<size_t>() == requests.size());
+  CHECK(usage["by_stage"].contains("plan"));
+  CHECK(usage["by_stage"].contains("execute"));
+  CHECK(usage["by_stage"].contains("summarize"));
+  CHECK(usage["total"]["cost_usd"].get<double>() > 0);
+  REQUIRE(std::filesystem::exists(run1 / "llm" / "transcript.jsonl"));
+
+  // Replay: no server, identical results.
+  const auto run2 = dir.path() / "replay";
+  auto replay = RunHost(With(BaseArgs(run2), {"vars.iterations=2", "vars.plans=3", "vars.samples=1", "vars.llm_concurrency=3",
+                                              "llm.replay=" + (run1 / "llm" / "transcript.jsonl").string(),
+                                              "llm.default.model=fake-model", "llm.default.base_url=http://127.0.0.1:9/v1"}));
+  INFO(replay.output);
+  CHECK(ReadJson(run2 / "run.json")["status"] == "succeeded");
+  CHECK(Outcome(run2) == Outcome(run1));
+  CHECK(ReadJson(run2 / "run.json")["services"]["llm"]["usage"]["total"]["replayed_requests"].get<size_t>() == requests.size());
+}
+
+TEST_CASE("a run in which no candidate works still ends with a clear report", "[optimize][e2e]") {
+  TempDir dir;
+  ScriptedLlmServer server([](const json& body) -> std::string {
+    return Role(body) == "planner" ? "PLAN: something" : "No code today.";
+  });
+  const auto run_dir = dir.path() / "run";
+  auto result = RunHost(With(BaseArgs(run_dir), {"vars.iterations=1", "vars.plans=2", "vars.samples=1",
+                                                 "llm.default.base_url=" + server.BaseUrl(), "llm.default.model=fake-model"}));
+  INFO(result.output);
+  CHECK(ReadJson(run_dir / "run.json")["status"] == "succeeded");
+  json report = ReadJson(run_dir / "optimize_report.json");
+  REQUIRE(report["rows"].size() == 1);
+  CHECK(report["rows"][0]["status"] == "no_improvement");
+  CHECK(report["rows"][0]["speedup"].get<double>() == Approx(1.0));
+  CHECK_THAT(report["rows"][0]["reason"].get<std::string>(), Catch::Contains("no correct candidate"));
+  CHECK_THAT(report["rows"][0]["reason"].get<std::string>(), Catch::Contains("no_code_block"));
+  CHECK_THAT(ReadFile(run_dir / "optimize_report.md"), Catch::Contains("baseline kept"));
+}
+
+TEST_CASE("without an LLM the same pipeline runs rule-based and improves a kernel", "[optimize][e2e]") {
+  TempDir dir;
+  const auto run_dir = dir.path() / "run";
+  auto result = RunHost(With(BaseArgs(run_dir), {"vars.iterations=2", "vars.plans=4"}));
+  INFO(result.output);
+  CHECK_THAT(result.output, Catch::Contains("rule-based proposer"));
+  CHECK(ReadJson(run_dir / "run.json")["status"] == "succeeded");
+  json report = ReadJson(run_dir / "optimize_report.json");
+  CHECK(report["mode"] == "rules");
+  REQUIRE(report["rows"].size() == 1);
+  const json& row = report["rows"][0];
+  CHECK(row["status"] == "improved");
+  CHECK(row["speedup"].get<double>() > 1.01);
+  CHECK(row["llm"]["requests"] == 0);
+  CHECK(row["winner"]["history"][0].contains("rule"));
+  json memory = ReadJson(run_dir / "memory.json");
+  CHECK_FALSE(memory["items"].empty());
+  CHECK(memory["items"][0]["source"] == "rules");
+}

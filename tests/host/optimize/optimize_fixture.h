@@ -1,0 +1,181 @@
+// tests/host/optimize/optimize_fixture.h - helpers for the optimization-loop
+// tests: in-process stage calls through the plugin ABI, a scripted
+// OpenAI-compatible server on 127.0.0.1:0, and NKI kernels for silu.
+#pragma once
+
+#include <httplib.h>
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "plugin/host_services.h"
+#include "plugin/registry.h"
+#include "support/test_support.h"
+
+namespace accelopt::testing::optimize {
+
+using nlohmann::json;
+
+/// Runs native:<name> of the built plugins in-process with `with`, in `dir`.
+inline json RunStage(const std::string& name, const json& with, const std::filesystem::path& dir) {
+  static StageRegistry* registry = [] {
+    auto* r = new StageRegistry;
+    r->LoadPlugins(nullptr);
+    return r;
+  }();
+  auto stage = registry->FindNative(name);
+  REQUIRE(stage != nullptr);
+  StageInvocation invocation;
+  invocation.stage_id = name;
+  invocation.with = with;
+  invocation.vars = json::object();
+  invocation.stage_dir = dir / name;
+  invocation.run_dir = dir;
+  std::filesystem::create_directories(invocation.stage_dir);
+  invocation.log = [](int, const std::string&) {};
+  invocation.progress = [](int64_t, int64_t, const std::string&) {};
+  return stage->Run(invocation);
+}
+
+/// Installs GlobalHostServices().llm_chat for the scope of the object.
+class ScopedLlm {
+ public:
+  using Fn = std::function<json(const json& request)>;
+  explicit ScopedLlm(Fn fn) {
+    GlobalHostServices().llm_chat = [this, fn](const json& request, const std::string&) {
+      if (request.value("describe", false)) return json{{"available", true}, {"endpoint", "default"}, {"model", "scripted"}};
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        requests_.push_back(request);
+      }
+      return fn(request);
+    };
+  }
+  ~ScopedLlm() { GlobalHostServices().llm_chat = nullptr; }
+  std::vector<json> Requests() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return requests_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<json> requests_;
+};
+
+/// A chat reply in the host's llm_chat response shape.
+inline json Reply(const std::string& content) {
+  return {{"content", content}, {"finish_reason", "stop"}, {"prompt_tokens", 100}, {"completion_tokens", 50},
+          {"cost_usd", 0.001}, {"model", "scripted"}};
+}
+
+/// An OpenAI-compatible chat server whose replies come from a function of the
+/// request body; records every request.
+class ScriptedLlmServer {
+ public:
+  using Responder = std::function<std::string(const json& body)>;  // returns the reply content
+  explicit ScriptedLlmServer(Responder responder) : responder_(std::move(responder)) {
+    server_.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+      json body = json::parse(req.body, nullptr, false);
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        requests_.push_back(body);
+      }
+      std::string content = responder_(body);
+      json reply = {{"id", "chatcmpl-" + std::to_string(++counter_)},
+                    {"object", "chat.completion"},
+                    {"model", "fake-model"},
+                    {"choices", {{{"index", 0}, {"message", {{"role", "assistant"}, {"content", content}}}, {"finish_reason", "stop"}}}},
+                    {"usage", {{"prompt_tokens", 1000}, {"completion_tokens", 200}, {"total_tokens", 1200}}}};
+      res.status = 200;
+      res.set_content(reply.dump(), "application/json");
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    for (int i = 0; i < 500 && !server_.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  ~ScriptedLlmServer() {
+    server_.stop();
+    if (thread_.joinable()) thread_.join();
+  }
+  std::string BaseUrl() const { return "http://127.0.0.1:" + std::to_string(port_) + "/v1"; }
+  std::vector<json> Requests() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return requests_;
+  }
+
+ private:
+  Responder responder_;
+  httplib::Server server_;
+  std::thread thread_;
+  int port_ = -1;
+  std::atomic<int> counter_{0};
+  mutable std::mutex mutex_;
+  std::vector<json> requests_;
+};
+
+/// A silu kernel that does the whole activation in one Scalar Engine
+/// instruction per tile: measurably faster than nkibench/kernels/silu_0.py.
+inline const char* kFusedSilu = R"PY(import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+
+P = 128
+TILE_N = 512
+
+
+@nki.jit
+def kernel(x):
+    M, N = x.shape
+    out = nl.ndarray((M, N), dtype=x.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(M // P):
+        for j in nl.affine_range(N // TILE_N):
+            x_tile = nl.load(x[i * P:(i + 1) * P, j * TILE_N:(j + 1) * TILE_N])
+            y_tile = nisa.activation(op=nl.silu, data=x_tile)
+            nl.store(out[i * P:(i + 1) * P, j * TILE_N:(j + 1) * TILE_N], value=y_tile)
+    return out
+)PY";
+
+/// A silu kernel that mixes basic and advanced indexing: a compile error.
+inline const char* kBrokenSilu = R"PY(import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+
+P = 128
+
+
+@nki.jit
+def kernel(x):
+    M, N = x.shape
+    out = nl.ndarray((M, N), dtype=x.dtype, buffer=nl.shared_hbm)
+    i_p = nl.arange(P)[:, None]
+    for i in nl.affine_range(M // P):
+        x_tile = nl.load(x[i * P + i_p, 0:N])
+        y_tile = nisa.activation(op=nl.silu, data=x_tile)
+        nl.store(out[i * P:(i + 1) * P, 0:N], value=y_tile)
+    return out
+)PY";
+
+inline std::string Fenced(const std::string& code) { return "Here is the kernel.\n\n```python\n" + code + "```\n"; }
+
+/// The messages' text of a chat request body (system + user).
+inline std::string PromptText(const json& body) {
+  std::string text;
+  for (const auto& m : body.value("messages", json::array())) text += m.value("content", "") + "\n";
+  return text;
+}
+
+inline std::string ReadFile(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+}  // namespace accelopt::testing::optimize

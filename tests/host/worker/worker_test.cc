@@ -1,0 +1,236 @@
+// Worker pool and isolated profiling: limits, crash isolation, sandbox and
+// the anti-cheat rules of docs/isolation.md. The adversarial kernels live in
+// tests/python/sandbox/fixtures/, the probe functions in
+// tests/python/sandbox/sandbox_probe.py.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <future>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/errors.h"
+#include "plugin/host_services.h"
+#include "python/interpreter.h"
+#include "support/test_support.h"
+#include "worker/isolated_call.h"
+#include "worker/pool.h"
+#include "worker/worker_process.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace accelopt::worker;
+
+namespace {
+
+const std::string kSandboxDir = std::string(ACCELOPT_TEST_DIR) + "/python/sandbox";
+const std::string kFixtures = kSandboxDir + "/fixtures";
+
+PoolOptions TestPool(const fs::path& scratch, int workers) {
+  PoolOptions options;
+  options.workers = workers;
+  options.config.executable = ACCELOPT_HOST_BINARY;
+  options.config.scratch_root = scratch.string();
+  options.config.python_paths = {kSandboxDir};
+  options.config.memory_bytes = 3ull << 30;
+  options.default_timeout_s = 30;
+  return options;
+}
+
+json ProfileRequest(const std::string& kernel) {
+  return {{"kernel", kFixtures + "/" + kernel}, {"reference", kFixtures + "/ref_tiny.py"}, {"backend", "emulator"},
+          {"target", "trn1"}, {"seeds", {0, 21, 42}}};
+}
+
+// Kind of the StageError a plain isolated call throws ("ok" if it returned).
+std::string PlainKind(WorkerPool& pool, const std::string& function, const json& arg, const json& limits,
+                      json* result = nullptr, std::string* message = nullptr) {
+  try {
+    json value = IsolatedCall(pool, "sandbox_probe", function, arg, limits);
+    if (result) *result = value;
+    return "ok";
+  } catch (const accelopt::StageError& error) {
+    if (message) *message = error.what();
+    return error.kind();
+  }
+}
+
+}  // namespace
+
+TEST_CASE("byte sizes and call limits parse strictly", "[worker]") {
+  CHECK(ParseByteSize("4G") == (4ull << 30));
+  CHECK(ParseByteSize("512M") == (512ull << 20));
+  CHECK(ParseByteSize("1.5G") == 1610612736ull);
+  CHECK(ParseByteSize("1048576") == 1048576ull);
+  CHECK_THROWS_AS(ParseByteSize("lots"), std::invalid_argument);
+  CHECK_THROWS_AS(ParseByteSize("4X"), std::invalid_argument);
+  CHECK_THROWS_AS(ParseByteSize("-1G"), std::invalid_argument);
+  CallLimits limits = ParseLimits({{"timeout_s", 2.5}, {"memory_bytes", 1024}, {"isolation", "worker"}});
+  CHECK(limits.timeout_s == 2.5);
+  CHECK(limits.memory_bytes == 1024);
+  CHECK_THROWS_AS(ParseLimits({{"timeout_s", "soon"}}), std::invalid_argument);
+  CHECK_THROWS_AS(ParseLimits({{"memory_bytes", -5}}), std::invalid_argument);
+}
+
+TEST_CASE("a worker runs calls in its scratch dir with a scrubbed environment", "[worker]") {
+  accelopt::testing::TempDir scratch;
+  setenv("ACCELOPT_TEST_SECRET_KEY", "sk-do-not-leak", 1);
+  WorkerPool pool(TestPool(scratch.path(), 1));
+  unsetenv("ACCELOPT_TEST_SECRET_KEY");
+  json result;
+  REQUIRE(PlainKind(pool, "echo", {{"x", 1}}, json::object(), &result) == "ok");
+  CHECK(result["echo"]["x"] == 1);
+  CHECK(result["pid"].get<int>() != getpid());
+  CHECK(fs::path(result["cwd"].get<std::string>()).parent_path() == scratch.path());
+  REQUIRE(PlainKind(pool, "environment", nullptr, json::object(), &result) == "ok");
+  CHECK_FALSE(result.contains("ACCELOPT_TEST_SECRET_KEY"));
+  CHECK(result.value("OPENBLAS_NUM_THREADS", "") == "1");
+  CHECK(pool.Stats().spawned == 1);
+}
+
+TEST_CASE("runtime containment: each hostile call gets its kind, the pool keeps serving", "[worker]") {
+  accelopt::testing::TempDir scratch;
+  accelopt::testing::TempDir outside;
+  auto secret = outside.Write("reference_outputs.txt", "expected outputs");
+  WorkerPool pool(TestPool(scratch.path(), 2));
+  const std::string escape = (outside.path() / "escaped.txt").string();
+  struct Case {
+    std::string function;
+    json arg;
+    json limits;
+    std::string kind;
+  };
+  std::vector<Case> cases = {
+      {"spin", nullptr, {{"timeout_s", 1.0}}, "timeout"},
+      {"sleep", 3600, {{"timeout_s", 1.0}}, "timeout"},
+      {"segfault", nullptr, json::object(), "crash"},
+      {"exit_now", 0, json::object(), "crash"},
+      {"allocate", nullptr, {{"memory_bytes", 2ull << 30}}, "out_of_memory"},
+      {"fork", nullptr, json::object(), "sandbox_violation"},
+      {"write_file", escape, json::object(), "sandbox_violation"},
+      {"read_file", secret.string(), json::object(), "sandbox_violation"},
+      {"connect", 9, json::object(), "sandbox_violation"},
+      {"kill_parent", nullptr, json::object(), "sandbox_violation"},
+      {"patch_numpy", nullptr, json::object(), "forbidden_access"},
+      {"echo", "still fine", json::object(), "ok"},
+      {"thread_count", nullptr, json::object(), "ok"},
+  };
+  std::vector<std::future<std::pair<std::string, std::string>>> futures;
+  for (const auto& c : cases) {
+    futures.push_back(std::async(std::launch::async, [&pool, c] {
+      std::string message;
+      std::string kind = PlainKind(pool, c.function, c.arg, c.limits, nullptr, &message);
+      return std::make_pair(kind, message);
+    }));
+  }
+  for (size_t i = 0; i < cases.size(); ++i) {
+    auto [kind, message] = futures[i].get();
+    INFO(cases[i].function << ": " << message);
+    CHECK(kind == cases[i].kind);
+    if (cases[i].function == "segfault") CHECK(message.find("SIGSEGV") != std::string::npos);
+    if (cases[i].function == "exit_now") {
+      CHECK(message.find("status 0") != std::string::npos);
+      CHECK(message.find("killed two workers") != std::string::npos);
+    }
+  }
+  CHECK_FALSE(fs::exists(escape));
+  auto stats = pool.Stats();
+  CHECK(stats.timeouts == 2);
+  CHECK(stats.retries == 2);  // segfault and exit_now, once each
+  json result;
+  CHECK(PlainKind(pool, "echo", "after", json::object(), &result) == "ok");
+}
+
+TEST_CASE("adversarial kernels: each contained with its kind while good kernels of the batch pass", "[worker]") {
+  accelopt::testing::TempDir scratch;
+  WorkerPool pool(TestPool(scratch.path(), 2));
+  struct Case {
+    std::string kernel;
+    std::string runtime_kind;  // static checks off: what the worker's limits and the judge find
+    std::string static_kind;   // static checks on (the default)
+  };
+  std::vector<Case> cases = {
+      {"adv_loop.py", "timeout", "timeout"},
+      {"adv_sleep.py", "timeout", "forbidden_import"},
+      {"adv_segv.py", "crash", "forbidden_import"},
+      {"adv_exit.py", "crash", "forbidden_import"},
+      {"adv_membomb.py", "out_of_memory", "out_of_memory"},
+      {"adv_fork.py", "sandbox_violation", "forbidden_import"},
+      {"adv_write.py", "sandbox_violation", "forbidden_access"},
+      {"adv_socket.py", "sandbox_violation", "forbidden_import"},
+      {"adv_patch_allclose.py", "forbidden_access", "forbidden_access"},
+      {"adv_cache.py", "stale_output", "forbidden_access"},
+      {"adv_return_input.py", "output_aliases_input", "output_aliases_input"},
+      {"adv_mutate_input.py", "input_mutated", "input_mutated"},
+      {"kernel_good.py", "", ""},
+      {"kernel_good.py", "", ""},
+  };
+  struct Job {
+    std::string kernel;
+    bool static_checks;
+    std::string expected;
+  };
+  std::vector<Job> jobs;
+  for (const auto& c : cases) {
+    jobs.push_back({c.kernel, false, c.runtime_kind});
+    jobs.push_back({c.kernel, true, c.static_kind});
+  }
+  std::vector<std::future<json>> futures;
+  for (const auto& job : jobs) {
+    futures.push_back(std::async(std::launch::async, [&pool, job] {
+      json limits = {{"timeout_s", 2.0}, {"memory_bytes", 2ull << 30}, {"static_checks", job.static_checks}};
+      return IsolatedCall(pool, "accelopt.profile", "profile_kernel", ProfileRequest(job.kernel), limits);
+    }));
+  }
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    json result = futures[i].get();
+    INFO(jobs[i].kernel << (jobs[i].static_checks ? " (static checks)" : " (runtime only)") << ": " << result.dump());
+    if (jobs[i].expected.empty()) {
+      CHECK(result["correct"] == true);
+      CHECK(result["error"].is_null());
+      CHECK(result["latency_ms"].get<double>() > 0);
+      CHECK(result["rel_errors"].size() == 3);
+    } else {
+      CHECK(result["correct"] == false);
+      REQUIRE(result["error"].is_object());
+      CHECK(result["error"]["kind"] == jobs[i].expected);
+      CHECK(result["latency_ms"].is_null());
+    }
+  }
+  CHECK_FALSE(fs::exists("/tmp/accelopt-sandbox-escape.txt"));
+  CHECK(accelopt::python::CallJson("accelopt.sandbox.trusted", "pending", nullptr) == 0);
+}
+
+TEST_CASE("the isolated-call service is installed for a scope and falls back to in-process", "[worker]") {
+  accelopt::testing::TempDir scratch;
+  CHECK_FALSE(accelopt::GlobalHostServices().isolated_call);
+  {
+    ScopedWorkerPool scoped(TestPool(scratch.path(), 1));
+    REQUIRE(accelopt::GlobalHostServices().isolated_call);
+    CHECK(scoped.Summary().is_null());  // no process until the first call
+    json result = accelopt::GlobalHostServices().isolated_call("accelopt.profile", "profile_kernel",
+                                                                ProfileRequest("kernel_good.py"), {{"timeout_s", 30}});
+    CHECK(result["correct"] == true);
+    CHECK(scoped.Summary()["calls"] == 1);
+  }
+  CHECK_FALSE(accelopt::GlobalHostServices().isolated_call);
+}
+
+TEST_CASE("profile --isolation worker enforces --timeout and checks --memory-limit", "[worker]") {
+  auto slow = accelopt::testing::RunHost({"profile", kFixtures + "/adv_loop.py", "--reference", kFixtures + "/ref_tiny.py",
+                                          "--backend", "emulator", "--timeout", "1.5", "--json"});
+  INFO(slow.output);
+  CHECK(slow.exit_code == 1);
+  CHECK(slow.output.find("\"kind\": \"timeout\"") != std::string::npos);
+  auto good = accelopt::testing::RunHost({"profile", kFixtures + "/kernel_good.py", "--reference",
+                                          kFixtures + "/ref_tiny.py", "--backend", "emulator", "--memory-limit", "3G"});
+  INFO(good.output);
+  CHECK(good.exit_code == 0);
+  CHECK(good.output.find("correct:   yes") != std::string::npos);
+  auto bad = accelopt::testing::RunHost({"profile", kFixtures + "/kernel_good.py", "--reference",
+                                         kFixtures + "/ref_tiny.py", "--memory-limit", "lots"});
+  CHECK(bad.exit_code == 2);
+}

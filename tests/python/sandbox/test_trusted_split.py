@@ -1,0 +1,105 @@
+"""The trusted/untrusted split of profiling (accelopt.sandbox.trusted / .untrusted),
+with the worker simulated in-process by calling run_kernel directly (the C++ tests
+under tests/host/worker/ run the same kernels in real worker processes)."""
+import json
+import os
+
+import numpy as np
+
+from accelopt import profile
+from accelopt.sandbox import trusted, untrusted
+
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
+HARNESS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "harness", "fixtures")
+
+
+def _request(kernel, reference="ref_tiny.py", folder=FIXTURES, **extra):
+    request = {"kernel": os.path.join(folder, kernel), "reference": os.path.join(folder, reference),
+               "backend": "emulator", "target": "trn1", "seeds": [0, 21, 42]}
+    request.update(extra)
+    return request
+
+
+def _isolated(request, static_checks=True, outcome=None):
+    prepared = trusted.prepare({"module": "accelopt.profile", "function": "profile_kernel", "arg": request,
+                                "options": {"static_checks": static_checks}})
+    if "result" in prepared:
+        return prepared["result"], None
+    job = json.loads(json.dumps(prepared["worker"]))  # what crosses the pipe
+    if outcome is None:
+        outcome = {"ok": True, "result": json.loads(json.dumps(untrusted.run_kernel(job["arg"]))), "integrity": []}
+    return trusted.finish({"token": prepared["token"], "outcome": outcome}), job
+
+
+def test_good_kernel_matches_the_in_process_harness():
+    result, job = _isolated(_request("kernel_good.py"))
+    classic = profile.profile_kernel(_request("kernel_good.py"))
+    assert result["error"] is None and result["correct"], result["error"]
+    assert set(result) == set(classic)
+    assert len(result["rel_errors"]) == 3 and max(result["rel_errors"]) < 1e-6
+    assert result["latency_ms"] > 0 and result["estimated"] is True
+    assert abs(result["latency_ms"] - classic["latency_ms"]) < 1e-9  # same shapes, same cost model
+    # the worker got inputs for 3 seeds + 1 hidden set and never a reference output
+    assert len(job["arg"]["runs"]) == 4 and "expected" not in json.dumps(job["arg"])
+    assert job["arg"]["timed_run"] >= 0
+    assert trusted.pending() == 0
+
+
+def test_harness_fixture_outcomes_are_unchanged():
+    for kernel, kind in (("kernel_wrong.py", "wrong_result"), ("kernel_nan.py", "nan_inf"),
+                         ("kernel_nki_error.py", "compile_error"), ("kernel_runtime_error.py", "runtime_error"),
+                         ("kernel_syntax_error.py", "compile_error"), ("kernel_float16.py", "precision_downgrade"),
+                         ("kernel_two_outputs.py", "shape_mismatch")):
+        result, _ = _isolated(_request(kernel, "ref_double.py", HARNESS))
+        assert result["error"] is not None and result["error"]["kind"] == kind, (kernel, result["error"])
+        assert result["correct"] is False and result["latency_ms"] is None
+
+
+def test_hidden_seed_is_fresh_and_never_a_published_seed():
+    seen = set()
+    for _ in range(3):
+        prepared = trusted.prepare({"module": "accelopt.profile", "function": "profile_kernel",
+                                    "arg": _request("kernel_good.py")})
+        state = trusted._states[prepared["token"]]
+        assert state["hidden_seed"] not in state["seeds"]
+        seen.add(state["hidden_seed"])
+        assert trusted.discard({"token": prepared["token"]})
+    assert len(seen) == 3
+    assert trusted.pending() == 0
+
+
+def test_anti_cheat_rules_in_the_judge():
+    result, _ = _isolated(_request("adv_return_input.py"))
+    assert result["error"]["kind"] == trusted.OUTPUT_ALIASES_INPUT, result["error"]
+    result, _ = _isolated(_request("adv_mutate_input.py"))
+    assert result["error"]["kind"] == trusted.INPUT_MUTATED, result["error"]
+    result, _ = _isolated(_request("adv_cache.py"))
+    assert result["error"]["kind"] == trusted.FORBIDDEN_ACCESS  # static rule first
+    try:
+        result, _ = _isolated(_request("adv_cache.py"), static_checks=False)
+        assert result["error"]["kind"] == trusted.STALE_OUTPUT, result["error"]
+    finally:
+        if hasattr(np.linalg.norm, "replay"):
+            del np.linalg.norm.replay
+    result, _ = _isolated(_request("adv_sleep.py"))
+    assert result["error"]["kind"] == trusted.FORBIDDEN_IMPORT and "adv_sleep.py:2" in result["error"]["message"]
+
+
+def test_worker_failures_become_result_errors():
+    for kind in ("timeout", "crash", "out_of_memory", "sandbox_violation"):
+        outcome = {"ok": False, "error": {"kind": kind, "message": f"simulated {kind}"}}
+        result, _ = _isolated(_request("kernel_good.py"), outcome=outcome)
+        assert result["error"]["kind"] == kind and result["correct"] is False and result["latency_ms"] is None
+    outcome = {"ok": True, "result": {"compiled": True, "runs": []}, "integrity": ["numpy.allclose was replaced"]}
+    result, _ = _isolated(_request("kernel_good.py"), outcome=outcome)
+    assert result["error"]["kind"] == trusted.FORBIDDEN_ACCESS and "numpy.allclose" in result["error"]["message"]
+    outcome = {"ok": True, "result": {"compiled": True, "runs": [], "error": None}, "integrity": []}
+    result, _ = _isolated(_request("kernel_good.py"), outcome=outcome)
+    assert result["error"]["kind"] == trusted.WORKER_ERROR
+    unknown = trusted.finish({"token": "nope", "outcome": {"ok": True}})
+    assert unknown["error"]["kind"] == trusted.WORKER_ERROR
+    assert trusted.pending() == 0
+
+
+def test_other_functions_run_plain():
+    assert trusted.prepare({"module": "sandbox_probe", "function": "echo", "arg": 1}) == {"plain": True}
