@@ -25,7 +25,8 @@ std::map<std::string, Usage> UsageByCase(const fs::path& run_dir, Usage* total) 
   }
   std::map<std::string, Usage> out;
   for (const auto& [key, entry] : latest) {
-    for (const auto& [case_name, u] : entry["usage"].value("by_case", json::object()).items()) {
+    const json by_case = entry["usage"].value("by_case", json::object());
+    for (const auto& [case_name, u] : by_case.items()) {
       Usage usage;
       usage.requests = u.value("requests", int64_t{0});
       usage.failed = u.value("failed", int64_t{0});

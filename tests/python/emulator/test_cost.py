@@ -16,7 +16,8 @@ def test_documented_formulas():
     assert c("nc_matmul", 128, {"n_stationary": 128, "fp32": True, "onezero": True}, "tensor", T1) == 256
     assert c("nc_matmul", 16, {"n_stationary": 128, "fp32": False}, "tensor", T1) == 64
     assert c("activation", 10, {}, "scalar", T1) == 64  # MIN_II
-    assert c("tensor_tensor", 512, {}, "vector", T1) == 1024
+    doc = replace(T1, tensor_tensor_factor=2.0)  # the documented 2N (calibrated default differs)
+    assert c("tensor_tensor", 512, {}, "vector", doc) == 1024
     assert c("tensor_tensor", 512, {"in_psum": True}, "vector", T1) == 512
     assert c("tensor_tensor_scan", 512, {}, "vector", T1) == 1024
     assert c("iota", 10, {}, "gpsimd", T1) == 160
@@ -168,3 +169,16 @@ def test_residency_keeps_reissued_loop_invariant_loads_over_streamed_tiles():
         return n
     assert misses(0.0) == 24  # every load re-issued
     assert misses(0.9) == 8  # first load + one re-issue, then hoisted
+
+
+def test_dma_engines_share_bandwidth_but_fill_gaps():
+    t = replace(T1, dma_shared_queues=True, dma_fixed_ns=0.0, dma_desc_ns=0.0, dma_latency_ns=0.0)
+    s = Scheduler(t)
+    s.compute("vector", 10000.0, [], [(7, 0, 0, 0, 10)])  # data of the store ready at 10 us
+    occ = 128 * 1024 / 16 / 17.0
+    st, _ = s.dma(128, 128 * 1024, 128, [(7, 0, 0, 0, 10)], [], "store")
+    assert st >= 10000.0 + t.sync_ns
+    ld, ld_end = s.dma(128, 128 * 1024, 128, [], [(8, 0, 0, 0, 10)], "load")
+    assert ld == 0.0 and abs(ld_end - occ) < 1e-6  # issued later, runs earlier in the free gap
+    ld2, _ = s.dma(128, 128 * 1024, 128, [], [(9, 0, 0, 0, 10)], "load")
+    assert abs(ld2 - occ) < 1e-6  # bandwidth is shared: the second load follows the first

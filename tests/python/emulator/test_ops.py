@@ -142,3 +142,26 @@ def test_module_aliases_resolve():
     from neuronxcc.nki import trace  # noqa: F401
     from neuronxcc.nki.language import par_dim
     assert par_dim(128).size == 128
+
+
+def test_low_precision_dtypes_are_visible_in_kernel_results():
+    def k(x, w):
+        o = nl.ndarray((128, 512), dtype=np.float32, buffer=nl.shared_hbm)
+        xb = nl.load(x, dtype=LOW)  # cast on load
+        wb = nl.load(w, dtype=LOW)
+        p = nisa.nc_matmul(xb, wb)  # fp32 accumulation of low-precision inputs
+        nl.store(o, nl.copy(p, dtype=np.float32))
+        return o
+    x, w = rand(128, 128), rand(128, 512, seed=1)
+    ref = x.astype(np.float64).T @ w.astype(np.float64)
+    errs = {}
+    global LOW
+    for LOW in (np.float32, nl.bfloat16, np.float16):
+        out = nki_emu.run(k, [x, w], trace=False).outputs
+        errs[str(LOW)] = np.linalg.norm(out - ref) / np.linalg.norm(ref)
+    e32, ebf, e16 = errs.values()
+    assert e32 < 1e-6 < e16 < 1e-3 < ebf < 1e-2, errs
+    assert nl.bfloat16 is nki_emu.dtypes.bfloat16
+
+
+LOW = np.float32

@@ -1,8 +1,8 @@
 """List scheduler for recorded instructions (spec 3.6 [I]).
 
 * one in-order queue per compute engine (tensor, vector, scalar, gpsimd);
-* 16 DMA queues (each transfer uses ceil(P/8) of them, spec 3.4), separate
-  rings for HBM->SBUF and SBUF->HBM;
+* 16 DMA engines (each transfer uses ceil(P/8) of them, spec 3.4), each a
+  timeline of busy intervals filled first-fit (``Lane``);
 * data dependencies (read-after-write, write-after-write) on memory regions,
   plus ``Target.sync_ns`` per cross-engine edge (semaphore);
 * write-after-read through physical buffer reuse: every SBUF allocation site
@@ -20,6 +20,8 @@ Regions are tuples ``(root uid, first block, last block, lo, hi)``: element
 spans inside the root, blocks being the block dimensions of on-chip tensors
 and ``HBM_CHUNK``-element chunks of HBM tensors. Times are ns.
 """
+import bisect
+
 HBM_CHUNK = 1 << 20
 
 
@@ -33,9 +35,10 @@ class Scheduler:
         self.ports = {"sbuf": 0.0, "psum": 0.0}
         # separate rings for HBM->SBUF and SBUF->HBM so a store waiting on compute
         # does not block the next loads [I]
-        self.queues = {"load": [0.0] * target.dma_queues, "store": [0.0] * target.dma_queues}
-        if target.dma_shared_queues:
-            self.queues["store"] = self.queues["load"]
+        self.queues = {"load": [Lane() for _ in range(target.dma_queues)]}
+        self.queues["store"] = self.queues["load"] if target.dma_shared_queues else \
+            [Lane() for _ in range(target.dma_queues)]
+        self.rr = {"load": 0, "store": 0}
         self.writers = {}  # (uid, block) -> list of [lo, hi, end, engine]
         self.banks = [0.0] * target.psum_banks  # release time per bank
         self.bank_of = {}  # (uid, block) -> bank
@@ -159,22 +162,31 @@ class Scheduler:
 
     def dma(self, partitions, nbytes, n_desc, reads, writes, direction="load", place=(), uses=()):
         """Schedules one DMA of ``nbytes`` in ``n_desc`` contiguous chunks over
-        ceil(P/8) queues (spec 3.4); returns (start, end).
+        ceil(P/8) DMA engines (spec 3.4); returns (start, end).
 
-        Per queue: occupancy = dma_fixed_ns + chunks * dma_desc_ns + bytes / BW;
-        the transfer completes dma_latency_ns after its occupancy (overlapped).
+        Per engine: occupancy = dma_fixed_ns + chunks * dma_desc_ns + bytes / BW. Each
+        engine's bandwidth is a timeline of busy intervals; a transfer takes the first
+        gap at or after its ready time (engines have many queues, so a DMA waiting for
+        its data does not block later ones, but concurrent transfers share the engine's
+        bandwidth). With ``dma_shared_queues`` False loads and stores use separate
+        timelines. The transfer completes dma_latency_ns after its occupancy.
         """
         t = self.t
         n_q = max(1, min(t.dma_queues, -(-max(partitions, 1) // t.dma_partitions_per_queue)))
-        queues = self.queues[direction]
-        order = sorted(range(len(queues)), key=queues.__getitem__)[:n_q]
+        lanes = self.queues[direction]
         occupancy = t.dma_fixed_ns + (n_desc / n_q) * t.dma_desc_ns + (nbytes / n_q) / t.dma_bytes_per_ns
-        start = max(max(queues[q] for q in order), self.ready(reads, "dma"))
+        ready = self.ready(reads, "dma")
         if place:
-            start = max(start, self.place(place))
-        for q in order:
-            queues[q] = start + occupancy
-        end = start + t.dma_latency_ns + occupancy
+            ready = max(ready, self.place(place))
+        first = self.rr[direction] if n_q < t.dma_queues else 0
+        self.rr[direction] = (first + n_q) % t.dma_queues
+        start = end_q = None
+        for j in range(n_q):
+            lane = lanes[(first + j) % t.dma_queues]
+            s = lane.take(ready, occupancy)
+            start = s if start is None or s < start else start
+            end_q = s + occupancy if end_q is None or s + occupancy > end_q else end_q
+        end = end_q + t.dma_latency_ns
         self.busy["dma"] += occupancy * n_q / t.dma_queues
         self.wrote(writes, end, "dma")
         if uses:
@@ -182,3 +194,38 @@ class Scheduler:
         if end > self.end:
             self.end = end
         return start, end
+
+
+class Lane:
+    """Busy intervals of one DMA engine (sorted, disjoint); ``take`` books the first gap."""
+
+    __slots__ = ("starts", "ends", "floor")
+    KEEP = 256  # intervals kept; older ones are forgotten (their gaps are not reused)
+
+    def __init__(self):
+        self.starts, self.ends = [], []
+        self.floor = 0.0  # end of the newest forgotten interval: nothing is booked before it
+
+    def take(self, ready, duration):
+        """Books ``duration`` ns at the earliest time >= ``ready`` that is free; returns it."""
+        starts, ends = self.starts, self.ends
+        if ready < self.floor:
+            ready = self.floor
+        i = bisect.bisect_right(ends, ready)
+        c = ready
+        if not starts or i == len(starts):
+            c = max(ready, ends[-1]) if starts else ready
+            starts.append(c)
+            ends.append(c + duration)
+        else:
+            n = len(starts)
+            while i < n and c + duration > starts[i]:
+                if ends[i] > c:
+                    c = ends[i]
+                i += 1
+            starts.insert(i, c)
+            ends.insert(i, c + duration)
+        if len(starts) > 2 * self.KEEP:
+            self.floor = ends[self.KEEP - 1]
+            del starts[:self.KEEP], ends[:self.KEEP]
+        return c

@@ -19,11 +19,11 @@ class Target:
     dma_latency_ns: float = 1300.0  # semaphore-to-start latency, overlapped [D S4]
     dma_desc_ns: float = 15.0  # per contiguous chunk [I, fits "2 KiB ~ 90 %" of S4]
     dma_partitions_per_queue: int = 8  # 128 partitions over 16 engines [D S3 arch]
-    dma_shared_queues: bool = False  # loads and stores share the 16 DMA queues (else separate rings) [I, fitted]
+    dma_shared_queues: bool = True  # loads and stores share the 16 DMA queues (else separate rings) [I, fitted]
     dma_fixed_ns: float = 0.0  # per-DMA queue occupancy (descriptor generation, semaphore write) [I, fitted]
     sbuf_partition_bytes: int = 192 * 1024  # [D] trn1 192 KiB; trn2 224 KiB
     sbuf_reserved_bytes: int = 16 * 1024  # compiler reserve [D S3 compiler/sbuf.py]
-    hoist_share: float = 0.75  # max SBUF share kept for hoisted (loop-invariant) loads [I, fitted]
+    hoist_share: float = 0.0  # max SBUF share kept for hoisted (loop-invariant) loads [I, fitted]
     psum_banks: int = 8  # 8 x 2 KiB per partition [D]
     min_ii: int = 64  # MIN_II cycles [D S3 isa docs]
     instr_overhead_cycles: int = 0  # extra static cost per compute instruction, engine cycles [I]
@@ -37,7 +37,7 @@ class Target:
     sync_ns: float = 30.0  # cross-engine semaphore wait per dependency edge [I spec 3.6]
     launch_ns: float = 30000.0  # fixed launch/teardown [I spec 3.6]
     reciprocal_factor: float = 2.0  # VectorE reciprocal = factor*N (doc says 8N; spec 5.2 [M])
-    tensor_tensor_factor: float = 2.0  # fp32 SBUF/SBUF tensor_tensor = 2N [D S3]
+    tensor_tensor_factor: float = 1.75  # fp32 SBUF/SBUF tensor_tensor: documented 2N [D S3]; fitted [I]
     fp32_matmul_factor: int = 4  # fp32 matmul = 4 x max(...) [D S3 nc_matmul]
     onezero_factor: int = 2  # fp32 with is_*_onezero "2x better" [D S3]
     transpose_speedup: float = 1.0  # trn2 fp32 transpose mode 2x [D S4]
