@@ -122,6 +122,29 @@ def _percent_of_peak(name, entry, ms):
         return float("nan")
 
 
+# Hold-out (not used for fitting), spec 5.3: NKI fused-Mamba tutorial, mamba_v1 (= the NKIBench
+# mamba kernel) at (seq, channels, state) -> measured ms [D-M S3 tutorials/fused_mamba.rst]
+HOLDOUT_MAMBA = ((512, 256, 16, 0.17293), (512, 4096, 16, 2.34))
+
+
+def holdout(root, summary, target):
+    """Prints the estimate of the published mamba kernel at the tutorial's sizes vs its latencies."""
+    entry = summary.get("mamba")
+    if entry is None:
+        return
+    impl = next(iter(entry["cases"].values()))["impls"][0]
+    ker = _load(os.path.join(root, impl["kernel"]), "ker_mamba_holdout")
+    for seq, ch, st, ms in HOLDOUT_MAMBA:
+        rng = np.random.default_rng(0)
+        args = [rng.normal(size=(ch, seq)).astype(np.float32), rng.normal(size=(ch, seq)).astype(np.float32),
+                rng.normal(size=(ch, st)).astype(np.float32), rng.normal(size=(st, seq)).astype(np.float32),
+                rng.normal(size=(st, seq)).astype(np.float32)]
+        res = nki_emu.run(ker.kernel, args, compute=False, keep_trace=True)
+        est = tracer.replay(*res.trace, target)["latency_ms"]
+        print(f"hold-out mamba_v1 seq {seq} channels {ch} state {st}: measured {ms:.3f} ms  "
+              f"estimated {est:.3f} ms  error {(est - ms) / ms * 100:+.1f} %")
+
+
 def main(argv):
     opts = _parse(argv)
     root, wanted = opts["kernels"][0], opts["kernels"][1:]
@@ -148,6 +171,8 @@ def main(argv):
     print(f"median |error| {np.median(errs):.1f} %   worst |error| {np.max(errs):.1f} %")
     if len(rows) > 2:
         print(f"Spearman rank correlation {spearman([r[1] for r in rows], [r[2] for r in rows]):.3f}")
+    if not wanted or "mamba" in wanted:
+        holdout(root, summary, target)
     return 0
 
 

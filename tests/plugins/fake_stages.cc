@@ -1,4 +1,5 @@
 // Test-only plugin: small deterministic stages for executor tests.
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -45,7 +46,22 @@ json Flaky(StageContext& ctx) {
   return {{"calls", n}};
 }
 
+// Sleeps with.ms and reports the most items this stage had in flight at
+// once (process-wide), to observe for_each parallelism without timing.
+json Concurrent(StageContext& ctx) {
+  static std::atomic<int> in_flight{0};
+  static std::atomic<int> max_seen{0};
+  int now = ++in_flight;
+  for (int seen = max_seen.load(); now > seen && !max_seen.compare_exchange_weak(seen, now);) {
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(ctx.With().value("ms", 50)));
+  --in_flight;
+  return {{"max_in_flight", max_seen.load()}};
+}
+
 const AccelStageDescriptor kStages[] = {
+    ACCELOPT_STAGE("test_concurrent", "Sleep and report the peak number of concurrent calls.",
+                   R"JSON({"ms": {"type": "integer", "default": 50}})JSON", Concurrent),
     ACCELOPT_STAGE("test_echo", "Echo `value`.", R"JSON({"value": {"type": "any", "doc": "anything"}})JSON", Echo),
     ACCELOPT_STAGE("test_add", "Add two integers.",
                    R"JSON({"a": {"type": "integer", "required": true}, "b": {"type": "integer", "default": 0}})JSON", Add),

@@ -91,11 +91,14 @@ def _execute(kernel, args, kwargs, target, tracer, compute=True):
     fn = _kernel_function(kernel)
     run_state = runtime.Run(target, tracer, compute)
     runtime.push(run_state)
+    from . import tensor as _tensor
+    _tensor._OWNERS.clear()
     try:
         with np.errstate(all="ignore"):
             result = fn(*_bind_args(fn, list(args)), **kwargs)
     finally:
         runtime.pop()
+        _tensor._OWNERS.clear()
     return _to_numpy(result)
 
 

@@ -34,12 +34,13 @@ class IndexExpr:
     ``sizes``/``coefs``: tuples with one entry per grid axis; ``const``: int.
     """
 
-    __slots__ = ("const", "coefs", "sizes")
+    __slots__ = ("const", "coefs", "sizes", "_sub")
 
     def __init__(self, const, coefs, sizes):
         self.const = int(const)
         self.coefs = tuple(int(c) if s > 1 else 0 for c, s in zip(coefs, sizes))
         self.sizes = tuple(int(s) for s in sizes)
+        self._sub = None  # cache of [:, None]-style expansions (expressions are immutable)
 
     # --- shape -----------------------------------------------------------
     @property
@@ -53,6 +54,18 @@ class IndexExpr:
     def __getitem__(self, key):
         if not isinstance(key, tuple):
             key = (key,)
+        sig = tuple(None if k is None else 0 for k in key) if all(
+            k is None or (isinstance(k, slice) and k == slice(None)) for k in key) else None
+        if sig is not None and self._sub is not None and sig in self._sub:
+            return self._sub[sig]
+        out = self._expand(key)
+        if sig is not None:
+            if self._sub is None:
+                self._sub = {}
+            self._sub[sig] = out
+        return out
+
+    def _expand(self, key):
         axes = [i for i, k in enumerate(key) if isinstance(k, slice)]
         if len(axes) != self.ndim or any(k is not None and not isinstance(k, slice) for k in key):
             raise IndexError("index expressions only support [:, None]-style expansion")
@@ -217,8 +230,19 @@ def mask_array(mask, shape):
     return None if arr.all() else arr
 
 
+_ARANGE = {}
+
+
 def arange(*args):
-    """``nl.arange([start,] stop[, step])`` -> 1-D IndexExpr."""
+    """``nl.arange([start,] stop[, step])`` -> 1-D IndexExpr (cached: expressions are immutable)."""
+    key = tuple(int(a) for a in args)
+    e = _ARANGE.get(key)
+    if e is None:
+        e = _ARANGE[key] = _arange(*key)
+    return e
+
+
+def _arange(*args):
     if len(args) == 1:
         start, stop, step = 0, args[0], 1
     elif len(args) == 2:

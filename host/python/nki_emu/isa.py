@@ -168,7 +168,7 @@ def activation(op, data, bias=None, scale=1.0, reduce_op=None, reduce_res=None,
     reduces = reduce_res is not None or reduce_op is not None
     if reduce_res is not None:
         red = np.sum(res.reshape(p, -1), axis=1, keepdims=True)
-        reduce_res.write(red) if not reduce_res.is_root else reduce_res.data.__setitem__(Ellipsis, red)
+        reduce_res.write(red)
     trace.compute("activation_reduce" if reduces else "activation", "scalar", [data, bias] +
                   ([scale] if isinstance(scale, NkiTensor) else []), out, free_size(data.shape))
     return out

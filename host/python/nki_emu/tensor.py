@@ -8,6 +8,7 @@ tensor that shares the root's memory through an affine :class:`Layout`
 Compute results are fresh SBUF (or PSUM) root tensors.
 """
 import math
+import weakref
 
 import numpy as np
 
@@ -51,6 +52,7 @@ def split_shape(shape):
 
 
 _UID = [0]
+_OWNERS = {}  # id(array) -> weakref of the fresh root owning it (cleared per run)
 
 
 class NkiTensor:
@@ -65,7 +67,8 @@ class NkiTensor:
     """
 
     __slots__ = ("root", "layout", "gather", "buffer", "dtype", "name", "par_axis", "immutable",
-                 "producer", "valid", "data", "uid", "depth", "version", "placed", "site", "scope", "__weakref__")
+                 "producer", "valid", "_data", "uid", "depth", "version", "placed", "site", "scope",
+                 "blocks", "block_elems", "fill", "cow", "__weakref__")
 
     # --- construction ---------------------------------------------------------------
     @classmethod
@@ -77,7 +80,10 @@ class NkiTensor:
             fail("err_num_partition_exceed_arch_limit",
                  f"number of partitions {shape[par_axis]} exceed architecture limitation of {MAX_PARTITIONS}.")
         store = dtypes.storage(dtype)
-        if data is None:
+        blocks = None
+        if data is None and buffer in ON_CHIP and par_axis > 0:
+            blocks = {}  # block-dim tensor: blocks are allocated when first touched
+        elif data is None:
             nbytes = math.prod(shape) * store.itemsize
             if fill is None and store.kind == "f" and nbytes <= NAN_FILL_LIMIT:
                 data = np.full(shape, np.nan, dtype=store)
@@ -86,7 +92,10 @@ class NkiTensor:
             else:
                 data = np.full(shape, dtypes.round_to(np.asarray(fill, dtype=store), dtype), dtype=store)
         t = cls.__new__(cls)
-        t.root, t.data, t.buffer, t.dtype, t.name = t, data, buffer, dtype, name or f"t{_UID[0] + 1}"
+        t.root, t._data, t.buffer, t.dtype, t.name = t, data, buffer, dtype, name or f"t{_UID[0] + 1}"
+        t.blocks, t.cow = blocks, False
+        t.block_elems = math.prod(shape[par_axis:]) if blocks is not None else 0
+        t.fill = fill
         strides, acc = [], 1
         for d in reversed(shape):
             strides.append(acc)
@@ -121,12 +130,15 @@ class NkiTensor:
         values = np.ascontiguousarray(values, dtype=store)
         t = cls.allocate(values.shape, dtype, buffer, data=values)
         t.producer, t.valid = producer, valid
+        if values.base is None:
+            _OWNERS[id(values)] = weakref.ref(t)  # candidates for zero-copy block adoption
         return t
 
     def _view(self, layout):
         v = NkiTensor.__new__(NkiTensor)
         v.root, v.buffer, v.dtype, v.name = self.root, self.buffer, self.dtype, self.root.name
-        v.par_axis, v.immutable, v.producer, v.valid, v.data = 0, self.root.immutable, None, None, None
+        v.par_axis, v.immutable, v.producer, v.valid, v._data = 0, self.root.immutable, None, None, None
+        v.blocks, v.block_elems, v.fill, v.cow = None, 0, None, False
         v.uid, v.depth, v.version, v.placed, v.site = self.root.uid, self.root.depth, 0, True, None
         v.scope = self.root.scope
         if isinstance(layout, Gather):
@@ -159,13 +171,63 @@ class NkiTensor:
         return self.root is self
 
     # --- data access ----------------------------------------------------------------
+    def _fill_value(self, store):
+        if self.fill is None:
+            return np.nan if store.kind == "f" else 0
+        return dtypes.round_to(np.asarray(self.fill, dtype=store), self.dtype)
+
+    def _block(self, b):
+        """Flat array of block ``b`` of a block-dim root (allocated and filled on first use)."""
+        blk = self.blocks.get(b)
+        if blk is None:
+            store = dtypes.storage(self.dtype)
+            blk = self.blocks[b] = np.full(self.block_elems, self._fill_value(store), dtype=store)
+        return blk
+
+    @property
+    def data(self):
+        """The root's values as one array of its declared shape (block-dim roots are made
+        dense on this access; views return None)."""
+        if self.blocks is not None:
+            store = dtypes.storage(self.dtype)
+            shape = self.layout.shape
+            nbytes = math.prod(shape) * store.itemsize
+            fill = self._fill_value(store)
+            dense = np.zeros(shape, store) if (fill == 0 or nbytes > NAN_FILL_LIMIT) else np.full(shape, fill, store)
+            flat = dense.reshape(-1)
+            be = self.block_elems
+            for b, blk in self.blocks.items():
+                flat[b * be:(b + 1) * be] = blk
+            self._data, self.blocks, self.cow = dense, None, False
+        return self._data
+
+    @data.setter
+    def data(self, value):
+        self._data = value
+
+    def _block_of(self, lay):
+        """Block index holding the whole affine view ``lay`` of a block-dim root, or None."""
+        be = self.root.block_elems
+        lo, hi = lay.span()
+        b = lo // be
+        return b if hi // be == b else None
+
     @property
     def arr(self):
         """Current values as a NumPy array (a view for affine views, a copy for gathers)."""
         if self.root is self:
             return self.data
         if self.layout is not None:
-            lay, data = self.layout, self.root.data
+            lay, root = self.layout, self.root
+            if root.blocks is not None:
+                b = self._block_of(lay)
+                if b is not None:
+                    blk = root._block(b)
+                    size = blk.itemsize
+                    return np.ndarray(lay.shape, blk.dtype, buffer=blk,
+                                      offset=(lay.offset - b * root.block_elems) * size,
+                                      strides=tuple(s * size for s in lay.strides))
+            data = root.data
             size = data.itemsize
             return np.ndarray(lay.shape, data.dtype, buffer=data, offset=lay.offset * size,
                               strides=tuple(s * size for s in lay.strides))
@@ -193,6 +255,18 @@ class NkiTensor:
         if isinstance(self.dtype, dtypes.NkiDType):
             values = dtypes.round_to(values, self.dtype)
         values = np.asarray(values)
+        root = self.root
+        if self.layout is not None and root.blocks is not None:
+            if where is None and self._adopt(values):
+                root.version += 1
+                return
+            b = self._block_of(self.layout)
+            if b is not None and b in root.blocks and isinstance(root.cow, set) and b in root.cow:
+                root.blocks[b] = root.blocks[b].copy()  # copy-on-write of an adopted block
+                root.cow.discard(b)
+        if root.cow is True:
+            root._data = root._data.copy()  # copy-on-write: the array was adopted by a block
+            root.cow = False
         if self.layout is not None:
             dst = self.arr
             if values.shape != dst.shape and values.size == dst.size and values.ndim != dst.ndim:
@@ -209,6 +283,36 @@ class NkiTensor:
             flat = self.root.data.reshape(-1)
             flat[g.flat[sel]] = np.broadcast_to(values, g.shape)[sel]
         self.root.version += 1
+
+    def _adopt(self, values):
+        """Zero-copy write: a fresh result array covering exactly one whole block becomes that
+        block (both sides copy-on-write afterwards). Returns True if adopted."""
+        root, lay = self.root, self.layout
+        be = root.block_elems
+        if values.size != be or values.base is not None or not values.flags.c_contiguous \
+                or values.dtype != dtypes.storage(root.dtype) or lay.offset % be:
+            return False
+        if self._block_of(lay) is None:
+            return False
+        acc = 1
+        for n, st in zip(reversed(lay.shape), reversed(lay.strides)):
+            if n == 1:
+                continue
+            if st != acc:
+                return False
+            acc *= n
+        if acc != be:
+            return False
+        src = _OWNERS.get(id(values))
+        if src is None or src() is None or src()._data is not values:
+            return False
+        b = lay.offset // be
+        root.blocks[b] = values.reshape(-1)
+        if not isinstance(root.cow, set):
+            root.cow = set()
+        root.cow.add(b)
+        src().cow = True
+        return True
 
     # --- indexing -------------------------------------------------------------------
     def __getitem__(self, key):

@@ -93,17 +93,18 @@ class Services : public RunServices {
 // endpoint is configured and nothing is replayed. Throws ConfigError.
 std::unique_ptr<llm::ClientRegistry> StartLlm(const Pipeline& pipeline, const RunDirectory& run_dir) {
   llm::RegistryOptions options;
-  options.run_dir = run_dir.path();
   options.base_dir = pipeline.file.parent_path();
   std::unique_ptr<llm::ClientRegistry> registry;
   try {
+    // First without a run directory: no transcript file for a run that has no endpoint.
+    if (llm::ClientRegistry(pipeline.llm, options).Names().empty()) {
+      spdlog::debug("LLM: no endpoint configured (llm: block, or ACCELOPT_LLM_BASE_URL + ACCELOPT_LLM_MODEL)");
+      return nullptr;
+    }
+    options.run_dir = run_dir.path();
     registry = std::make_unique<llm::ClientRegistry>(pipeline.llm, options);
   } catch (const llm::LlmError& error) {
     throw ConfigError(SourceLocation{pipeline.file.string(), 0, 0}, error.what());
-  }
-  if (registry->Names().empty()) {
-    spdlog::debug("LLM: no endpoint configured (llm: block, or ACCELOPT_LLM_BASE_URL + ACCELOPT_LLM_MODEL)");
-    return nullptr;
   }
   json described = registry->Describe();
   for (const auto& [name, endpoint] : described["endpoints"].items()) {

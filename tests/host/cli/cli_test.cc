@@ -7,7 +7,7 @@
 
 using namespace accelopt::testing;
 
-TEST_CASE("--version and --help work and exit 0", "[cli]") {
+TEST_CASE("version and help flags work and exit 0", "[cli]") {
   auto version = RunHost({"--version"});
   CHECK(version.exit_code == 0);
   CHECK_THAT(version.output, Catch::Contains("accelopt-host 0."));

@@ -95,7 +95,7 @@ TEST_CASE("a run killed with SIGKILL resumes without re-running finished items",
   ::unsetenv("ACCELOPT_PLUGIN_PATH");
 }
 
-TEST_CASE("--resume needs a run directory with run.json", "[cli][resume]") {
+TEST_CASE("resuming needs a run directory with run.json", "[cli][resume]") {
   TempDir dir;
   auto result = RunHost({"run", "--resume", dir.path().string()});
   CHECK(result.exit_code == 2);

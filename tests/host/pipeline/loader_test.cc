@@ -63,7 +63,7 @@ TEST_CASE("invalid YAML reports the parser's position", "[pipeline][loader]") {
   CHECK_THAT(LoadError("version: 1\nname: [t\n"), Catch::StartsWith("p.yaml:3:1: error: invalid YAML"));
 }
 
-TEST_CASE("--set overrides are typed like YAML and limited to settable keys", "[pipeline][loader]") {
+TEST_CASE("set overrides are typed like YAML and limited to settable keys", "[pipeline][loader]") {
   TempDir dir;
   auto file = dir.Write("p.yaml", std::string(kMinimal) + "vars:\n  n: 1\n  name: x\n");
   Pipeline p = LoadPipeline(file, {"vars.n=5", "vars.list=[1, 2]", "vars.name=abc", "backend.target=trn2", "vars.deep.x=true"});

@@ -165,3 +165,21 @@ def test_low_precision_dtypes_are_visible_in_kernel_results():
 
 
 LOW = np.float32
+
+
+def test_block_dim_tensors_are_lazy_and_adopted_blocks_copy_on_write():
+    from nki_emu.tensor import NkiTensor
+
+    def k(x):
+        o = nl.ndarray((4, 128, 64), dtype=np.float32, buffer=nl.shared_hbm)
+        buf = nl.ndarray((1000, 4, nl.par_dim(128), 64), dtype=np.float32, buffer=nl.sbuf)
+        for i in nl.affine_range(4):
+            t = nl.exp(nl.load(x[i]))
+            buf[7, i, nl.arange(128)[:, None], nl.arange(64)[None, :]] = t  # whole block: adopted
+            buf[7, i, nl.arange(128)[:, None], nl.arange(64)[None, :]] += 1.0  # COW: t keeps exp(x)
+            nl.store(o[i], nl.subtract(buf[7, i, nl.arange(128)[:, None], nl.arange(64)[None, :]], t))
+        assert isinstance(buf, NkiTensor) and len(buf.blocks) == 4  # 4 of 4000 blocks allocated
+        return o
+    x = rand(4, 128, 64)
+    out = nki_emu.run(k, [x], trace=False).outputs
+    assert np.allclose(out, 1.0, atol=1e-6)

@@ -33,7 +33,7 @@ def allocate(arg):
     import numpy as np
     hoard = []
     while True:
-        hoard.append(np.ones(1 << 26))
+        hoard.append(np.empty(1 << 27))
 
 
 def fork(arg):

@@ -19,7 +19,7 @@ class Target:
     dma_latency_ns: float = 1300.0  # semaphore-to-start latency, overlapped [D S4]
     dma_desc_ns: float = 15.0  # per contiguous chunk [I, fits "2 KiB ~ 90 %" of S4]
     dma_partitions_per_queue: int = 8  # 128 partitions over 16 engines [D S3 arch]
-    dma_shared_queues: bool = True  # loads and stores share the 16 DMA queues (else separate rings) [I, fitted]
+    dma_shared_queues: bool = True  # loads and stores share the 16 DMA engines' bandwidth (else separate timelines) [I, fitted]
     dma_fixed_ns: float = 0.0  # per-DMA queue occupancy (descriptor generation, semaphore write) [I, fitted]
     sbuf_partition_bytes: int = 192 * 1024  # [D] trn1 192 KiB; trn2 224 KiB
     sbuf_reserved_bytes: int = 16 * 1024  # compiler reserve [D S3 compiler/sbuf.py]
