@@ -57,11 +57,11 @@ nlohmann::json IsolatedCall(WorkerPool& pool, const std::string& module, const s
 struct ScopedWorkerPool::State {
   PoolOptions options;
   mutable std::mutex mu;
-  std::unique_ptr<WorkerPool> pool;
-  WorkerPool& Get() {
+  std::shared_ptr<WorkerPool> pool;  // shared: a call still in flight keeps it alive
+  std::shared_ptr<WorkerPool> Get() {
     std::lock_guard<std::mutex> lock(mu);
-    if (!pool) pool = std::make_unique<WorkerPool>(options);
-    return *pool;
+    if (!pool) pool = std::make_shared<WorkerPool>(options);
+    return pool;
   }
 };
 
@@ -70,9 +70,9 @@ ScopedWorkerPool::ScopedWorkerPool(PoolOptions options) : state_(std::make_share
   std::shared_ptr<State> state = state_;
   GlobalHostServices().isolated_call = [state](const std::string& module, const std::string& function,
                                                const nlohmann::json& arg, const nlohmann::json& limits) {
-    WorkerPool* pool = nullptr;
+    std::shared_ptr<WorkerPool> pool;
     try {
-      pool = &state->Get();
+      pool = state->Get();
     } catch (const std::exception& error) {
       throw StageError("worker_error", std::string("cannot start the worker pool: ") + error.what());
     }
@@ -86,7 +86,7 @@ ScopedWorkerPool::~ScopedWorkerPool() {
   state_->pool.reset();
 }
 
-WorkerPool& ScopedWorkerPool::pool() { return state_->Get(); }
+WorkerPool& ScopedWorkerPool::pool() { return *state_->Get(); }
 
 nlohmann::json ScopedWorkerPool::Summary() const {
   std::lock_guard<std::mutex> lock(state_->mu);

@@ -81,20 +81,23 @@ json Outcome(const std::filesystem::path& run_dir) {
     records.push_back({r["id"], r["status"], r["latency_ms"], r["error"].is_object() ? r["error"]["kind"] : json()});
   }
   json memory = json::array();
-  for (const auto& item : ReadJson(run_dir / "memory.json")["items"]) memory.push_back({item["id"], item["title"], item["speedup"]});
+  const json saved = ReadJson(run_dir / "memory.json");
+  for (const auto& item : saved["items"]) memory.push_back({item["id"], item["title"], item["speedup"]});
   return {{"rows", rows}, {"records", records}, {"memory", memory}};
 }
 
 }  // namespace
 
-TEST_CASE("LLM loop end to end: a real faster kernel flows through select, summarize, memory and the next plan prompt; replay reproduces it",
+TEST_CASE("LLM loop end to end: a real faster kernel reaches select and summarize and memory and the next plan prompt and replay reproduces it",
           "[optimize][e2e]") {
   TempDir dir;
   const auto run1 = dir.path() / "live";
   std::vector<json> requests;
   {
     ScriptedLlmServer server(Respond);
+    // In-process profiling: the comparison with the replay must not depend on worker-pool hiccups.
     auto result = RunHost(With(BaseArgs(run1), {"vars.iterations=2", "vars.plans=3", "vars.samples=1", "vars.llm_concurrency=3",
+                                                "vars.isolation=inprocess",
                                                 "llm.default.base_url=" + server.BaseUrl(), "llm.default.model=fake-model",
                                                 "llm.default.price_per_mtok_in=1.0", "llm.default.price_per_mtok_out=2.0"}));
     INFO(result.output);
@@ -171,6 +174,7 @@ TEST_CASE("LLM loop end to end: a real faster kernel flows through select, summa
   // Replay: no server, identical results.
   const auto run2 = dir.path() / "replay";
   auto replay = RunHost(With(BaseArgs(run2), {"vars.iterations=2", "vars.plans=3", "vars.samples=1", "vars.llm_concurrency=3",
+                                              "vars.isolation=inprocess",
                                               "llm.replay=" + (run1 / "llm" / "transcript.jsonl").string(),
                                               "llm.default.model=fake-model", "llm.default.base_url=http://127.0.0.1:9/v1"}));
   INFO(replay.output);

@@ -70,7 +70,7 @@ TEST_CASE("select keeps the best kernel so far (elitism) and never the same kern
   REQUIRE(out2["improved"].size() == 1);
 }
 
-TEST_CASE("rewrite selection: best sample of a faster plan, worst of a slower one, thresholds and TopK/2", "[optimize]") {
+TEST_CASE("rewrite selection keeps the best sample of a faster plan and the worst of a slower one within thresholds and TopK/2", "[optimize]") {
   TempDir dir;
   auto parent = dir.Write("parent.py", "a = 1\nb = 2\nc = 3\n");
   auto k = [&](const std::string& name, const std::string& middle) {
@@ -130,7 +130,7 @@ TEST_CASE("rewrite selection: best sample of a faster plan, worst of a slower on
   CHECK(out2["selected"][0]["id"] == "n1");
 }
 
-TEST_CASE("memory: FIFO capacity per problem, newest duplicate kept, saved and reloaded", "[optimize]") {
+TEST_CASE("memory keeps a FIFO capacity per problem and the newest duplicate and is saved and reloaded", "[optimize]") {
   TempDir dir;
   auto item = [](const std::string& id, const std::string& title, const std::string& after, const std::string& case_name = "silu") {
     return json{{"id", id}, {"title", title}, {"description", "d"}, {"before", "x"}, {"after", after}, {"case_name", case_name},
@@ -166,7 +166,7 @@ TEST_CASE("memory: FIFO capacity per problem, newest duplicate kept, saved and r
   CHECK(shared["memory"]["items"].size() == 2);
 }
 
-TEST_CASE("execute: the first fenced block becomes a kernel file with lineage; no block is no_code_block", "[optimize]") {
+TEST_CASE("execute writes the first fenced block as a kernel file with lineage and records no_code_block", "[optimize]") {
   TempDir dir;
   auto parent = dir.Write("parent.py", "import neuronxcc.nki as nki\nx = 1\n");
   json member = Candidate("silu-base", parent.string(), 0.028);
@@ -208,7 +208,7 @@ TEST_CASE("execute: the first fenced block becomes a kernel file with lineage; n
   CHECK(requests[0].contains("seed"));
 }
 
-TEST_CASE("plan: prompts show experiences, metrics with meanings and code; a failed call is recorded", "[optimize]") {
+TEST_CASE("plan prompts show experiences and metrics with meanings and code and a failed call is recorded", "[optimize]") {
   TempDir dir;
   json member = Candidate("silu-base", SourcePath("nkibench/kernels/silu_0.py").string(), 0.028);
   member["task"] = SourcePath("nkibench/reference/silu_M256_N1024_numpy.py").string();
@@ -277,4 +277,35 @@ TEST_CASE("summarize with an LLM: the speedup is filled in and replies are parse
     CHECK_THAT(user, !Catch::Contains("{{"));
   }
   CHECK(filled);
+}
+
+TEST_CASE("fixer: the error log goes to the model and a repaired kernel is re-profiled", "[optimize]") {
+  TempDir dir;
+  auto broken = dir.Write("broken.py", kBrokenSilu);
+  json record = {{"id", "silu-i0-b0p1-s0"}, {"status", "failed"}, {"problem", "silu"}, {"case_name", "silu_M256_N1024"},
+                 {"values", {{"M", 256}, {"N", 1024}}}, {"task", SourcePath("nkibench/reference/silu_M256_N1024_numpy.py").string()},
+                 {"rel_tol", 2e-5}, {"kernel", broken.string()}, {"origin", "llm"}, {"parent_latency_ms", 1.0}, {"baseline_latency_ms", 1.0},
+                 {"error", {{"kind", "compile_error"}, {"message", "broken.py:14: err_unsupported_mixing_basic_advanced_tensor_indexing"}}}};
+  json untouched = {{"id", "other"}, {"status", "failed"}, {"error", {{"kind", "no_code_block"}, {"message", "-"}}}};
+  std::atomic<int> calls{0};
+  ScopedLlm llm([&](const json&) { return ++calls == 1 ? Reply("Sorry, no idea.") : Reply(Fenced(kFusedSilu)); });
+  json out = RunStage("fixer", {{"records", json::array({record, untouched})}, {"rounds", 2}, {"mode", "llm"}, {"backend", "emulator"},
+                                {"prompts", SourcePath("prompts").string()}},
+                      dir.path());
+  CHECK(out["attempted"] == 1);
+  CHECK(out["fixed"] == 1);
+  const json& fixed = out["records"][0];
+  CHECK(fixed["status"] == "ok");
+  CHECK(fixed["origin"] == "llm+fixer");
+  CHECK(fixed["speedup"].get<double>() > 1.0);
+  REQUIRE(fixed["fix_attempts"].size() == 2);
+  CHECK(fixed["fix_attempts"][0]["result"]["kind"] == "no_code_block");
+  CHECK(out["records"][1] == untouched);
+  auto requests = llm.Requests();
+  REQUIRE(requests.size() == 2);
+  CHECK_THAT(requests[0]["messages"][1]["content"].get<std::string>(), Catch::Contains("err_unsupported_mixing_basic_advanced_tensor_indexing"));
+  // rounds = 0 (the NKI default) passes records through without calls.
+  json off = RunStage("fixer", {{"records", json::array({record})}, {"rounds", 0}}, dir.path());
+  CHECK(off["records"][0]["status"] == "failed");
+  CHECK(llm.Requests().size() == 2);
 }

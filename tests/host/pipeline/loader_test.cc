@@ -44,7 +44,7 @@ TEST_CASE("duplicate keys, which yaml-cpp accepts silently, are errors", "[pipel
              Catch::Contains("p.yaml:5:3: error: duplicate key 'n'"));
 }
 
-TEST_CASE("loops must be bounded; shapes and durations are checked", "[pipeline][loader]") {
+TEST_CASE("loops must be bounded, shapes and durations are checked", "[pipeline][loader]") {
   CHECK_THAT(LoadError("version: 1\nname: t\nstages:\n  - id: l\n    loop: {until: 'true'}\n    stages:\n      - {id: a, uses: native:x}\n"),
              Catch::Contains("p.yaml:5:11: error: loop needs 'max_iterations' (loops must be bounded)"));
   CHECK_THAT(LoadError("version: 1\nname: t\nstages:\n  - {id: a, uses: native:x, timeout: soon}\n"),
@@ -77,7 +77,7 @@ TEST_CASE("set overrides are typed like YAML and limited to settable keys", "[pi
   CHECK_THAT(LoadError(kMinimal, {"vars.x"}), Catch::Contains("--set expects KEY=VALUE"));
 }
 
-TEST_CASE("YAML scalars follow the core schema; quoted scalars stay strings", "[pipeline][loader]") {
+TEST_CASE("YAML scalars follow the core schema, quoted scalars stay strings", "[pipeline][loader]") {
   TempDir dir;
   auto file = dir.Write("p.yaml", std::string(kMinimal) +
                                       "vars: {i: 3, f: 2.5e-5, b: true, n: null, s: hello, q: '3', e: ~, neg: -4}\n");

@@ -52,7 +52,7 @@ TEST_CASE("a library without the entry point is not a plugin", "[plugin]") {
   CHECK_THROWS_WITH(LoadPlugin(TestPlugin("does_not_exist")), Catch::Contains("cannot load plugin"));
 }
 
-TEST_CASE("plugins on ACCELOPT_PLUGIN_PATH are found; broken ones are skipped with a warning", "[plugin]") {
+TEST_CASE("plugins on ACCELOPT_PLUGIN_PATH are found, broken ones are skipped with a warning", "[plugin]") {
   ::setenv("ACCELOPT_PLUGIN_PATH", ACCELOPT_TEST_PLUGIN_DIR, 1);
   StageRegistry registry;
   std::vector<std::string> warnings;

@@ -234,3 +234,45 @@ TEST_CASE("profile --isolation worker enforces --timeout and checks --memory-lim
                                          kFixtures + "/ref_tiny.py", "--memory-limit", "lots"});
   CHECK(bad.exit_code == 2);
 }
+
+TEST_CASE("run --workers: the profile stage isolates a for_each batch of candidates", "[worker]") {
+  accelopt::testing::TempDir dir;
+  std::string pipeline = R"(version: 1
+name: isolation-batch
+vars:
+  kernels: [")" + kFixtures + R"(/kernel_good.py", ")" + kFixtures + R"(/adv_loop.py", ")" +
+                         kFixtures + R"(/adv_return_input.py", ")" + kFixtures + R"(/kernel_good.py"]
+stages:
+  - id: profile
+    for_each: ${{ vars.kernels }}
+    as: k
+    max_parallel: 4
+    on_failure: continue
+    uses: native:profile
+    with:
+      kernel: ${{ k }}
+      reference: )" + kFixtures + R"(/ref_tiny.py
+      backend: emulator
+      seeds: [0, 21]
+      timeout_s: 1.5
+)";
+  auto file = dir.Write("batch.yaml", pipeline);
+  auto run_dir = dir.path() / "run";
+  auto result = accelopt::testing::RunHost({"run", file.string(), "--workers", "2", "--run-dir", run_dir.string()});
+  INFO(result.output);
+  auto run = accelopt::testing::ReadJson(run_dir / "run.json");
+  REQUIRE(run.contains("services"));
+  CHECK(run["services"]["workers"]["workers"] == 2);
+  CHECK(run["services"]["workers"]["calls"] == 4);
+  CHECK(run["services"]["workers"]["timeouts"] == 1);
+  std::map<std::string, int> kinds;
+  for (const auto& entry : fs::recursive_directory_iterator(run_dir)) {
+    if (entry.path().filename() != "profile.json") continue;
+    auto profile = accelopt::testing::ReadJson(entry.path());
+    kinds[profile["error"].is_object() ? profile["error"]["kind"].get<std::string>() : "correct"]++;
+  }
+  CHECK(kinds["correct"] == 2);
+  CHECK(kinds["timeout"] == 1);
+  CHECK(kinds["output_aliases_input"] == 1);
+  CHECK(fs::is_directory(run_dir / "workers"));
+}

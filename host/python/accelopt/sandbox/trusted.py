@@ -152,7 +152,7 @@ def discard(call):
         return _states.pop(call.get("token"), None) is not None
 
 
-def pending():
+def pending(_call=None):
     """Number of prepared calls not yet finished or discarded (for tests)."""
     with _states_lock:
         return len(_states)
