@@ -59,7 +59,11 @@ json Concurrent(StageContext& ctx) {
   return {{"max_in_flight", max_seen.load()}};
 }
 
+// Returns with.value itself as the outputs (e.g. {"ok": false}).
+json Return(StageContext& ctx) { return ctx.With().value("value", json::object()); }
+
 const AccelStageDescriptor kStages[] = {
+    ACCELOPT_STAGE("test_return", "Return `value` as the outputs.", R"JSON({"value": {"type": "any"}})JSON", Return),
     ACCELOPT_STAGE("test_concurrent", "Sleep and report the peak number of concurrent calls.",
                    R"JSON({"ms": {"type": "integer", "default": 50}})JSON", Concurrent),
     ACCELOPT_STAGE("test_echo", "Echo `value`.", R"JSON({"value": {"type": "any", "doc": "anything"}})JSON", Echo),

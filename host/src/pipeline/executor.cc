@@ -358,7 +358,9 @@ Executor::StageRecord Executor::RunForEach(const StageSpec& spec, const fs::path
   worker();
   for (auto& thread : pool) thread.join();
   record.outputs = json(outputs);
-  record.failed_items = errors + not_ok;
+  // Items that ran but reported ok: false (e.g. a wrong candidate kernel)
+  // count toward the exit code unless the stage expects them.
+  record.failed_items = errors + (spec.count_failed_items ? not_ok.load() : 0);
   if (errors > 0 && spec.on_failure != "continue") {
     record.status = "failed";
     record.error = {{"kind", "items_failed"}, {"message", std::to_string(errors.load()) + " of " + std::to_string(total) + " items failed"}};

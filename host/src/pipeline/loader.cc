@@ -13,7 +13,8 @@ namespace {
 const std::vector<std::string> kTopLevelKeys = {"version", "name", "description", "vars", "backend", "llm", "stages"};
 const std::vector<std::string> kStageKeys = {"id",         "name",     "uses",  "with",     "if",
                                              "timeout",    "retry",    "on_failure", "for_each", "as",
-                                             "max_parallel", "carry", "loop", "stages"};
+                                             "max_parallel", "carry", "loop", "stages",
+                                             "failed_items"};
 const std::vector<std::string> kLoopKeys = {"max_iterations", "until", "carry"};
 const std::vector<std::string> kRetryKeys = {"max_attempts", "backoff", "on"};
 
@@ -136,6 +137,11 @@ class Parser {
       stage.as = String(as, "as");
       if (!std::regex_match(stage.as, kId)) Error(as, "'as' must be an identifier");
       if (stage.for_each.is_null()) Error(as, "'as' only makes sense with 'for_each'");
+    }
+    if (auto failed_items = node["failed_items"]) {
+      std::string value = String(failed_items, "failed_items");
+      if (value != "count" && value != "ignore") Error(failed_items, "failed_items must be 'count' or 'ignore'");
+      stage.count_failed_items = value != "ignore";
     }
     if (auto max_parallel = node["max_parallel"]) {
       stage.max_parallel = Json(max_parallel);

@@ -47,6 +47,7 @@ struct StageSpec {
   nlohmann::json for_each;          // null when not a fan-out
   SourceLocation for_each_where;
   std::string as = "item";
+  bool count_failed_items = true;  // `failed_items: count|ignore` (ignore: expected failures, e.g. candidates)
   nlohmann::json max_parallel = 1;  // integer or "${{ expr }}"
   nlohmann::json carry = nlohmann::json::object();  // loop state updates after this stage
   std::optional<LoopSpec> loop;

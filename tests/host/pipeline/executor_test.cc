@@ -59,6 +59,18 @@ TEST_CASE("a failing item is recorded and the other items finish", "[pipeline][e
   CHECK(ReadJson(run.run_dir / "stages/02-after/outputs.json")["value"] == "compile_error");
 }
 
+TEST_CASE("items reporting ok: false count as failed unless the stage ignores them", "[pipeline][executor]") {
+  PipelineFixture f;
+  const std::string stage = "  - id: fan\n    for_each: '${{ {true, false} }}'\n    uses: native:test_return\n"
+                            "    with: {value: {ok: '${{ item }}'}}\n";
+  auto counted = f.Run("version: 1\nname: t\nstages:\n" + stage);
+  CHECK(counted.result.failed_items == 1);
+  CHECK(counted.result.ExitCode() == 1);
+  auto ignored = f.Run("version: 1\nname: t\nstages:\n" + stage + "    failed_items: ignore\n");
+  CHECK(ignored.result.failed_items == 0);
+  CHECK(ignored.result.ExitCode() == 0);
+}
+
 TEST_CASE("a failed stage stops the run except for if: always() stages", "[pipeline][executor]") {
   PipelineFixture f;
   auto run = f.Run(

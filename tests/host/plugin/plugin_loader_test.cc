@@ -13,8 +13,8 @@ static std::filesystem::path TestPlugin(const std::string& name) {
 TEST_CASE("a plugin is loaded and its stages run through the C ABI", "[plugin]") {
   LoadedPlugin plugin = LoadPlugin(TestPlugin("fake_stages"));
   CHECK(plugin.name == "fake_stages");
-  REQUIRE(plugin.stages.size() == 6);
-  auto add = plugin.stages[2];
+  REQUIRE(plugin.stages.size() == 7);
+  auto add = plugin.stages[3];
   CHECK(add->Uses() == "native:test_add");
   CHECK(add->Params()["a"]["required"] == true);
   StageInvocation invocation;
@@ -27,7 +27,7 @@ TEST_CASE("a stage failure crosses the ABI as a StageError with its kind", "[plu
   StageInvocation invocation;
   invocation.with = {{"fail", true}, {"kind", "compile_error"}};
   try {
-    plugin.stages[3]->Run(invocation);
+    plugin.stages[4]->Run(invocation);
     FAIL("expected StageError");
   } catch (const StageError& error) {
     CHECK(error.kind() == "compile_error");
