@@ -133,7 +133,7 @@ int RunCommand(const RunOptions& given, const std::vector<std::string>& argv) {
 
   std::unique_ptr<RunServices> services;
   try {
-    services = StartRunServices(pipeline, *run_dir, ServiceOptions{options.workers});
+    services = StartRunServices(pipeline, *run_dir, ServiceOptions{options.workers, resume});
   } catch (const ConfigError& error) {
     PrintDiagnostics(error);
     return kExitUsage;

@@ -91,9 +91,10 @@ class Services : public RunServices {
 
 // Builds the registry from the `llm:` block (+ env overrides). Returns null when no
 // endpoint is configured and nothing is replayed. Throws ConfigError.
-std::unique_ptr<llm::ClientRegistry> StartLlm(const Pipeline& pipeline, const RunDirectory& run_dir) {
+std::unique_ptr<llm::ClientRegistry> StartLlm(const Pipeline& pipeline, const RunDirectory& run_dir, bool resume) {
   llm::RegistryOptions options;
   options.base_dir = pipeline.file.parent_path();
+  if (resume) options.resume_transcript = llm::TranscriptPathFor(run_dir.path());
   std::unique_ptr<llm::ClientRegistry> registry;
   try {
     // First without a run directory: no transcript file for a run that has no endpoint.
@@ -121,7 +122,7 @@ std::unique_ptr<RunServices> StartRunServices(const Pipeline& pipeline, const Ru
                                               const ServiceOptions& options) {
   auto services = std::make_unique<Services>();
   llm::GlobalInit();
-  services->llm_ = StartLlm(pipeline, run_dir);
+  services->llm_ = StartLlm(pipeline, run_dir, options.resume);
   if (services->llm_) {
     llm::ClientRegistry* registry = services->llm_.get();
     GlobalHostServices().llm_chat = [registry](const json& request, const std::string& stage_id) {

@@ -13,6 +13,7 @@ namespace accelopt::cli {
 /// Options of `run` that configure services.
 struct ServiceOptions {
   int workers = 0;  // worker processes for isolated calls; 0 = default
+  bool resume = false;  // reuse LLM replies from the run's transcript
 };
 
 /// Holds the services for the lifetime of one run; the destructor

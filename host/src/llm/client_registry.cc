@@ -75,6 +75,10 @@ ClientRegistry::ClientRegistry(const json& llm_block, RegistryOptions options)
     if (!same_file) writer_ = std::make_shared<TranscriptWriter>(path);
   }
 
+  std::shared_ptr<ReplayStore> resume_store;
+  if (!replay_store_ && options.resume_transcript && std::filesystem::exists(*options.resume_transcript)) {
+    resume_store = ReplayStore::FromFile(*options.resume_transcript);
+  }
   for (const auto& [name, spec] : specs) {
     EndpointConfig config = ParseEndpoint(name, spec, env);
     std::unique_ptr<ChatClient> inner;
@@ -85,8 +89,11 @@ ClientRegistry::ClientRegistry(const json& llm_block, RegistryOptions options)
     } else {
       inner = std::make_unique<CurlChatClient>(config);
     }
-    auto recording = std::make_unique<RecordingChatClient>(std::move(inner), config, writer_, ledger_);
-    clients_.emplace(name, Entry{std::move(config), std::move(recording)});
+    std::unique_ptr<ChatClient> client =
+        std::make_unique<RecordingChatClient>(std::move(inner), config, writer_, ledger_);
+    // On resume, replies already in the transcript are not requested (nor recorded) again.
+    if (resume_store) client = std::make_unique<ResumeChatClient>(resume_store, config, std::move(client));
+    clients_.emplace(name, Entry{std::move(config), std::move(client)});
   }
 }
 

@@ -35,6 +35,10 @@ struct RegistryOptions {
   std::filesystem::path base_dir;
   /// Replay file that overrides the block's `replay:` (e.g. from --llm-replay).
   std::optional<std::filesystem::path> replay_override;
+  /// `run --resume`: the interrupted run's transcript. Its successful replies
+  /// answer identical requests again; other requests go live. New calls are
+  /// appended to the same transcript.
+  std::optional<std::filesystem::path> resume_transcript;
   /// Environment lookup for overrides and API keys.
   EnvLookup env = ProcessEnv();
   /// Builds the live client of an endpoint; default: CurlChatClient. Tests inject fakes.

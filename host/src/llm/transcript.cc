@@ -358,4 +358,25 @@ ChatResponse ReplayChatClient::Complete(const ChatRequest& request) {
   return response;
 }
 
+ResumeChatClient::ResumeChatClient(std::shared_ptr<ReplayStore> store, EndpointConfig endpoint,
+                                   std::unique_ptr<ChatClient> live)
+    : store_(std::move(store)), endpoint_(std::move(endpoint)), live_(std::move(live)) {}
+
+ChatResponse ResumeChatClient::Complete(const ChatRequest& request) {
+  try {
+    TranscriptEntry entry = store_->Take(TranscriptRequest(request, endpoint_), request.stage);
+    if (entry.error.is_null() && entry.response.is_object() && entry.response.contains("body")) {
+      ChatResponse response = ParseResponseJson(entry.response.at("body"));
+      const json meta = entry.meta.is_object() ? entry.meta : json::object();
+      response.latency_ms = meta.value("latency_ms", int64_t{0});
+      response.attempts = meta.value("attempts", 1);
+      response.replayed = true;
+      return response;
+    }
+  } catch (const LlmError& error) {
+    if (error.kind != ErrorKind::kReplayMiss) throw;
+  }
+  return live_->Complete(request);
+}
+
 }  // namespace accelopt::llm

@@ -160,6 +160,29 @@ class ReplayStore {
   mutable std::mutex mutex_;
 };
 
+/// For `run --resume`: answers a request from the interrupted run's
+/// transcript when it holds an unused successful recording of it, and asks
+/// the live client otherwise, so replies already paid for are not requested
+/// again. Recorded errors are not replayed (they are retried live).
+class ResumeChatClient : public ChatClient {
+ public:
+  /// @param store    the interrupted run's recordings.
+  /// @param endpoint the endpoint (shapes the transcript request, as live).
+  /// @param live     the client for requests without a recording (owned).
+  ResumeChatClient(std::shared_ptr<ReplayStore> store, EndpointConfig endpoint, std::unique_ptr<ChatClient> live);
+
+  /// A recorded response (marked `replayed`), else the live client's answer.
+  /// Throws what the live client throws.
+  ChatResponse Complete(const ChatRequest& request) override;
+  int MaxConcurrency() const override { return live_->MaxConcurrency(); }
+  const EndpointConfig* Endpoint() const override { return &endpoint_; }
+
+ private:
+  std::shared_ptr<ReplayStore> store_;
+  EndpointConfig endpoint_;
+  std::unique_ptr<ChatClient> live_;
+};
+
 /// A ChatClient answering from a ReplayStore without any network access.
 class ReplayChatClient : public ChatClient {
  public:

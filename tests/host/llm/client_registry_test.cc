@@ -189,3 +189,33 @@ TEST_CASE("client_registry: record over HTTP, then replay without a server", "[l
   for (std::string line; std::getline(again, line);) ++lines;
   CHECK(lines == 2);
 }
+
+TEST_CASE("client_registry: on resume, recorded replies are reused and only new requests go live", "[llm][resume]") {
+  TempDir dir;
+  json block = {{"default", {{"base_url", "http://127.0.0.1:1/v1"}, {"model", "m"}}}};
+  ScriptedChatClient* live = nullptr;
+  auto factory = [&](const EndpointConfig& config) {
+    auto fake = std::make_unique<ScriptedChatClient>(config);
+    fake->PushReply("first answer", 10, 5);
+    live = fake.get();
+    return fake;
+  };
+  RegistryOptions first;
+  first.run_dir = dir.path;
+  first.env = MapEnv({});
+  first.live_factory = factory;
+  {
+    ClientRegistry registry(block, first);
+    CHECK(registry.Get("default").Complete(Ask("default", "a")).content == "first answer");
+  }
+
+  RegistryOptions resumed = first;
+  resumed.resume_transcript = TranscriptPathFor(dir.path);
+  ClientRegistry registry(block, resumed);
+  ChatResponse again = registry.Get("default").Complete(Ask("default", "a"));
+  CHECK(again.content == "first answer");
+  CHECK(again.replayed);
+  CHECK(live->Requests().empty());  // the recorded reply was not requested again
+  CHECK(registry.Get("default").Complete(Ask("default", "b")).content == "first answer");
+  CHECK(live->Requests().size() == 1);  // a new request goes live
+}
