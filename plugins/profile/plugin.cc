@@ -15,7 +15,7 @@ constexpr const char* kProfileParams = R"JSON({
   "case": {"type": "object", "default": {}, "doc": "case metadata carried into the result (problem, values, ...)"},
   "isolation": {"type": "string", "default": "worker", "doc": "worker (sandboxed process, anti-cheat checks; docs/isolation.md) or inprocess (trusted kernels)"},
   "timeout_s": {"type": "number", "default": 300, "doc": "wall-clock limit per kernel in seconds (worker isolation)"},
-  "memory_bytes": {"type": "integer", "default": 0, "doc": "address-space limit per kernel in bytes (worker isolation; 0 = the pool's, 4 GiB)"}
+  "memory_bytes": {"type": "integer", "default": 0, "doc": "address-space limit per kernel in bytes (worker isolation; 0 = the pool's cap, 3/4 of physical memory)"}
 })JSON";
 
 constexpr const char* kReportParams = R"JSON({

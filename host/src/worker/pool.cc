@@ -30,14 +30,58 @@ WorkerPool::WorkerPool(PoolOptions options) : options_(std::move(options)) {
     workers_.push_back(std::make_unique<WorkerProcess>(i, options_.config));
     busy_.push_back(false);
   }
-  for (auto& worker : workers_) {
-    worker->Start();
-    ++stats_.spawned;
+  spawner_ = std::thread([this] { SpawnerLoop(); });
+  try {
+    for (auto& worker : workers_) {
+      Spawn(*worker);
+      ++stats_.spawned;
+    }
+  } catch (...) {
+    StopSpawner();  // a joinable std::thread must not outlive a failed constructor
+    for (auto& worker : workers_) worker->Kill();
+    throw;
   }
 }
 
 WorkerPool::~WorkerPool() {
+  StopSpawner();
   for (auto& worker : workers_) worker->Kill();
+}
+
+void WorkerPool::StopSpawner() {
+  if (!spawner_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(spawn_mu_);
+    stopping_ = true;
+  }
+  spawn_cv_.notify_all();
+  spawner_.join();
+}
+
+void WorkerPool::SpawnerLoop() {
+  while (true) {
+    std::packaged_task<void()> task;
+    {
+      std::unique_lock<std::mutex> lock(spawn_mu_);
+      spawn_cv_.wait(lock, [&] { return stopping_ || !spawn_tasks_.empty(); });
+      if (spawn_tasks_.empty()) return;
+      task = std::move(spawn_tasks_.front());
+      spawn_tasks_.pop_front();
+    }
+    task();
+  }
+}
+
+void WorkerPool::Spawn(WorkerProcess& worker) {
+  std::packaged_task<void()> task([&worker] { worker.Start(); });
+  std::future<void> done = task.get_future();
+  {
+    std::lock_guard<std::mutex> lock(spawn_mu_);
+    if (stopping_) throw std::runtime_error("worker pool is shutting down");
+    spawn_tasks_.push_back(std::move(task));
+  }
+  spawn_cv_.notify_one();
+  done.get();
 }
 
 int WorkerPool::Acquire() {
@@ -59,14 +103,14 @@ void WorkerPool::Release(int slot) {
 CallOutcome WorkerPool::CallOnce(int slot, const nlohmann::json& request, double timeout_s) {
   WorkerProcess& worker = *workers_[slot];
   if (!worker.Alive()) {
-    worker.Start();
+    Spawn(worker);
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.spawned;
   }
   std::string error;
   if (!worker.WaitReady(&error)) {
     // One more try with a fresh process before giving up on the call.
-    worker.Start();
+    Spawn(worker);
     {
       std::lock_guard<std::mutex> lock(mu_);
       ++stats_.spawned;
@@ -90,7 +134,7 @@ CallOutcome WorkerPool::CallOnce(int slot, const nlohmann::json& request, double
   if (out.worker_died) {
     // Respawn now so the next call finds it (nearly) ready.
     try {
-      worker.Start();
+      Spawn(worker);
       std::lock_guard<std::mutex> lock(mu_);
       ++stats_.spawned;
       if (out.kind == "timeout") ++stats_.timeouts;

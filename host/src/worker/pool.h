@@ -10,6 +10,9 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
+#include <future>
+#include <thread>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -63,6 +66,12 @@ class WorkerPool {
  private:
   int Acquire();
   void Release(int slot);
+  /// Runs `start` on the pool's spawner thread and waits for it (rethrows).
+  /// Workers must be spawned from a thread that lives as long as the pool:
+  /// PR_SET_PDEATHSIG fires when the *thread* that spawned a child exits.
+  void Spawn(WorkerProcess& worker);
+  void SpawnerLoop();
+  void StopSpawner();
   CallOutcome CallOnce(int slot, const nlohmann::json& request, double timeout_s);
 
   PoolOptions options_;
@@ -73,6 +82,11 @@ class WorkerPool {
   PoolStats stats_;
   std::vector<std::string> warnings_;
   bool warned_ = false;
+  std::mutex spawn_mu_;
+  std::condition_variable spawn_cv_;
+  std::deque<std::packaged_task<void()>> spawn_tasks_;
+  bool stopping_ = false;
+  std::thread spawner_;
 };
 
 /// Parses limits_json ({"timeout_s", "memory_bytes"}; other keys ignored).

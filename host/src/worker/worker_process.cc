@@ -1,5 +1,7 @@
 #include "worker/worker_process.h"
 
+#include <algorithm>
+
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -21,6 +23,14 @@
 extern char** environ;
 
 namespace accelopt::worker {
+
+uint64_t DefaultWorkerMemoryBytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page_size = ::sysconf(_SC_PAGESIZE);
+  const uint64_t physical = (pages > 0 && page_size > 0) ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size) : 0;
+  return std::max<uint64_t>(4ull << 30, physical / 4 * 3);
+}
+
 namespace {
 
 constexpr size_t kRecentLogLines = 30;

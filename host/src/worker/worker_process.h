@@ -21,12 +21,17 @@
 
 namespace accelopt::worker {
 
+/// Default RLIMIT_AS per worker in bytes: 3/4 of physical memory, at least
+/// 4 GiB. Full-size NKIBench kernels reach ~7 GB resident in the emulator
+/// (docs/benchmarks/emulator-speed.txt), and address space runs above RSS.
+uint64_t DefaultWorkerMemoryBytes();
+
 /// How workers are started (shared by every worker of a pool).
 struct WorkerConfig {
   std::string executable;                ///< binary with the `worker` subcommand; "" = this one
   std::string scratch_root;              ///< worker k writes only in <scratch_root>/w<k>
   std::vector<std::string> python_paths; ///< extra sys.path entries for the workers
-  uint64_t memory_bytes = 4ull << 30;    ///< RLIMIT_AS per worker in bytes (hard cap of per-call limits)
+  uint64_t memory_bytes = DefaultWorkerMemoryBytes();  ///< RLIMIT_AS per worker in bytes (cap of per-call limits)
   uint64_t cpu_seconds = 24 * 3600;      ///< RLIMIT_CPU backstop per worker in s
   bool single_thread_math = true;        ///< OPENBLAS/OMP/MKL_NUM_THREADS=1
   bool sandbox = true;                   ///< namespaces, Landlock, seccomp in the worker

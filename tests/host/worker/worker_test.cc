@@ -91,7 +91,7 @@ TEST_CASE("a worker runs calls in its scratch dir with a scrubbed environment", 
   CHECK(pool.Stats().spawned == 1);
 }
 
-TEST_CASE("runtime containment: each hostile call gets its kind, the pool keeps serving", "[worker]") {
+TEST_CASE("runtime containment: each hostile call gets its kind and the pool keeps serving", "[worker]") {
   accelopt::testing::TempDir scratch;
   accelopt::testing::TempDir outside;
   auto secret = outside.Write("reference_outputs.txt", "expected outputs");

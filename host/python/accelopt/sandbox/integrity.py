@@ -21,54 +21,58 @@ def _watched(name):
         and not name.startswith("accelopt_candidate_")
 
 
-def _fingerprint(value):
-    if isinstance(value, types.FunctionType):
-        return (id(value), id(value.__code__), id(value.__defaults__))
-    if isinstance(value, (types.ModuleType, type, types.BuiltinFunctionType)) or callable(value):
-        return (id(value),)
-    return None  # plain data (counters, caches of the library itself) is not tracked
+def _tracked(value):
+    return isinstance(value, (types.ModuleType, type)) or callable(value)
 
 
 def snapshot():
-    """Returns {module name: (id(module), {attr: fingerprint})} for the watched modules."""
+    """Records the watched modules: {name: (module, copy of its namespace, {attr: (code, defaults)})}.
+
+    Keeps references to the recorded objects, so identities stay comparable
+    (a replaced object cannot be freed and its id reused).
+    """
     snap = {}
     for name, module in list(sys.modules.items()):
         if module is None or not _watched(name):
             continue
         try:
-            items = list(vars(module).items())
+            namespace = dict(vars(module))
         except TypeError:
             continue
-        attrs = {}
-        for attr, value in items:
-            fp = _fingerprint(value)
-            attrs[attr] = fp if fp is not None else ("data", type(value).__name__)
-        snap[name] = (id(module), attrs)
+        code = {attr: (value.__code__, value.__defaults__) for attr, value in namespace.items()
+                if isinstance(value, types.FunctionType)}
+        snap[name] = (module, namespace, code)
     return snap
 
 
-def compare(before, after=None):
-    """Returns a list of human-readable changes from ``before`` to ``after`` (default: now)."""
-    after = snapshot() if after is None else after
+def compare(before):
+    """Returns a list of human-readable changes since the snapshot ``before`` (empty: unchanged)."""
     changes = []
-    for name, (module_id, attrs) in before.items():
-        if name not in after:
-            changes.append(f"module {name} was removed from sys.modules")
+    modules = sys.modules
+    for name, (module, namespace, code) in before.items():
+        if modules.get(name) is not module:
+            changes.append(f"module {name} was removed or replaced in sys.modules")
             continue
-        new_id, new_attrs = after[name]
-        if new_id != module_id:
-            changes.append(f"module {name} was replaced in sys.modules")
-            continue
-        for attr, fp in attrs.items():
-            if attr not in new_attrs:
+        current = vars(module)
+        for attr, value in namespace.items():
+            now = current.get(attr, _MISSING)
+            if now is value:
+                continue
+            if now is _MISSING:
                 changes.append(f"{name}.{attr} was deleted")
-            elif fp[0] != "data" and new_attrs[attr] != fp:
+            elif _tracked(value):
                 changes.append(f"{name}.{attr} was replaced or patched")
-        for attr, fp in new_attrs.items():
-            if attr not in attrs and not (name == "builtins" and attr == "_"):
-                module = sys.modules.get(name)
-                if not isinstance(getattr(module, attr, None), types.ModuleType):
+        if len(current) != len(namespace) or current.keys() != namespace.keys():
+            for attr in current.keys() - namespace.keys():
+                if not (name == "builtins" and attr == "_") and not isinstance(current[attr], types.ModuleType):
                     changes.append(f"{name}.{attr} was added")
+        for attr, (fn_code, defaults) in code.items():
+            fn = namespace[attr]
+            if fn.__code__ is not fn_code or fn.__defaults__ is not defaults:
+                changes.append(f"{name}.{attr} was replaced or patched (code)")
         if len(changes) > 20:
             break
     return changes
+
+
+_MISSING = object()

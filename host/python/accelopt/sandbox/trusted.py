@@ -179,7 +179,10 @@ def _judge_run(state, slot, record, others):
     seed_for_messages = state["seeds"][slot] if slot >= 0 else "hidden"
     compare.check_count(outs, refs, seed_for_messages)
     try:
-        shaped = state["reference"].transform_nki_outputs(outs, expected)
+        # As returned by the kernel: one array, or a tuple (AccelOpt's
+        # convention; some references wrap a single array themselves).
+        returned = outs[0] if len(outs) == 1 else outs
+        shaped = state["reference"].transform_nki_outputs(returned, expected)
     except Exception as exc:  # noqa: BLE001 - as in profile_kernel
         raise R.HarnessError(R.SHAPE_MISMATCH, f"kernel outputs do not fit the reference shapes ({label}): "
                                                f"{type(exc).__name__}: {exc}", R.format_exception(exc)) from exc

@@ -6,7 +6,6 @@ request runs in its own scratch directory (cwd and temp dir) under per-request
 rlimits; afterwards the worker checks its own integrity and asks to be
 restarted when a candidate changed NumPy or the backend or ran out of memory.
 """
-import gc
 import importlib
 import math
 import os
@@ -138,7 +137,6 @@ def handle(message):
         reply["restart"] = True  # a MemoryError can leave the heap fragmented or half-updated
     if "result" in reply:
         reply["result"] = _finite(reply["result"])
-    gc.collect()
     if _baseline is not None:
         changes = integrity.compare(_baseline)
         if changes:
