@@ -16,7 +16,7 @@ import types
 
 import numpy as np
 
-from . import isa, language, runtime
+from . import blas_threads, isa, language, runtime
 from . import typing as nki_typing
 from .aliases import install as _install_aliases
 from .errors import NKICompileError, fail
@@ -94,7 +94,7 @@ def _execute(kernel, args, kwargs, target, tracer, compute=True):
     from . import tensor as _tensor
     _tensor._OWNERS.clear()
     try:
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), blas_threads.single_threaded():
             result = fn(*_bind_args(fn, list(args)), **kwargs)
     finally:
         runtime.pop()

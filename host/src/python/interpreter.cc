@@ -10,6 +10,13 @@
 
 namespace py = pybind11;
 
+// Read-only bytes owned by C++ (a frame's attachment), handed to Python
+// without copying: NumPy views them through the buffer protocol, and the
+// Python object keeps them alive for as long as any view exists.
+struct PyBlob {
+  std::string bytes;
+};
+
 // sys.stdout / sys.stderr replacement: whole lines go to spdlog.
 PYBIND11_EMBEDDED_MODULE(_accelopt_host, m) {
   struct LogWriter {
@@ -24,6 +31,12 @@ PYBIND11_EMBEDDED_MODULE(_accelopt_host, m) {
       }
     }
   };
+  py::class_<PyBlob>(m, "Blob", py::buffer_protocol())
+      .def_buffer([](PyBlob& blob) {
+        return py::buffer_info(blob.bytes.data(), 1, py::format_descriptor<uint8_t>::format(), 1,
+                               {static_cast<py::ssize_t>(blob.bytes.size())}, {1}, /*readonly=*/true);
+      })
+      .def("__len__", [](const PyBlob& blob) { return blob.bytes.size(); });
   py::class_<LogWriter>(m, "LogWriter")
       .def(py::init([](int level) { return LogWriter{level, {}}; }))
       .def("write", [](LogWriter& self, const std::string& text) { self.Write(text); return text.size(); })
@@ -103,6 +116,56 @@ void Initialize(const std::vector<std::string>& extra_paths) {
 
 bool IsInitialized() { return g_initialized; }
 
+namespace {
+
+// Python's json emits NaN/Infinity, which nlohmann rejects: map to null.
+nlohmann::json ParsePythonJson(std::string text) {
+  auto parsed = nlohmann::json::parse(text, nullptr, false, true);
+  if (!parsed.is_discarded()) return parsed;
+  for (const char* token : {"-Infinity", "Infinity", "NaN"}) {
+    for (size_t pos; (pos = text.find(token)) != std::string::npos;) text.replace(pos, std::strlen(token), "null");
+  }
+  return nlohmann::json::parse(text);
+}
+
+// Copies a C-contiguous buffer object into bytes; must run with the GIL held.
+std::string BufferBytes(const py::handle& object) {
+  Py_buffer view;
+  if (PyObject_GetBuffer(object.ptr(), &view, PyBUF_C_CONTIGUOUS) != 0) throw py::error_already_set();
+  std::string bytes(static_cast<const char*>(view.buf), static_cast<size_t>(view.len));
+  PyBuffer_Release(&view);
+  return bytes;
+}
+
+}  // namespace
+
+Packed CallPacked(const std::string& module, const std::string& function, Packed packed) {
+  std::string text;
+  Packed out;
+  {
+    py::gil_scoped_acquire gil;
+    try {
+      py::module_ json = py::module_::import("json");
+      py::object fn = py::module_::import(module.c_str()).attr(function.c_str());
+      py::list blobs;
+      py::module_::import("_accelopt_host");  // registers the Blob type
+      for (auto& blob : packed.blobs) blobs.append(py::cast(PyBlob{std::move(blob)}));
+      packed.blobs.clear();
+      py::object value = fn(json.attr("loads")(packed.value.dump()), blobs);
+      if (!py::isinstance<py::tuple>(value) || py::len(value) != 2)
+        throw PythonError("TypeError", module + "." + function + " must return (value, blobs)", "");
+      py::tuple pair = value.cast<py::tuple>();
+      text = json.attr("dumps")(pair[0], py::arg("allow_nan") = true).cast<std::string>();
+      py::object returned = pair[1];
+      for (auto blob : returned) out.blobs.push_back(BufferBytes(blob));
+    } catch (py::error_already_set& error) {
+      throw ConvertError(error);
+    }
+  }
+  out.value = ParsePythonJson(std::move(text));
+  return out;
+}
+
 nlohmann::json CallJson(const std::string& module, const std::string& function, const nlohmann::json& arg) {
   std::string result;
   {
@@ -116,15 +179,7 @@ nlohmann::json CallJson(const std::string& module, const std::string& function, 
       throw ConvertError(error);
     }
   }
-  // Python's json emits NaN/Infinity, which nlohmann rejects: map to null.
-  auto parsed = nlohmann::json::parse(result, nullptr, false, true);
-  if (parsed.is_discarded()) {
-    for (const char* token : {"-Infinity", "Infinity", "NaN"}) {
-      for (size_t pos; (pos = result.find(token)) != std::string::npos;) result.replace(pos, std::strlen(token), "null");
-    }
-    parsed = nlohmann::json::parse(result);
-  }
-  return parsed;
+  return ParsePythonJson(std::move(result));
 }
 
 void Exec(const std::string& source) {

@@ -51,6 +51,22 @@ bool IsInitialized();
 /// Throws PythonError with the formatted traceback on any exception.
 nlohmann::json CallJson(const std::string& module, const std::string& function, const nlohmann::json& arg);
 
+/// JSON plus binary attachments ("blobs": raw array bytes that must not
+/// travel as text). Used between the trusted harness and the workers.
+struct Packed {
+  nlohmann::json value;
+  std::vector<std::string> blobs;  ///< raw bytes, referenced from `value` by index
+};
+
+/// Calls `module.function(arg, blobs)`, where `arg` is `packed.value` as a
+/// Python object and `blobs` a list of read-only buffer objects that take
+/// over `packed.blobs` without copying; the function must return a
+/// 2-tuple (JSON-serialisable value, list of C-contiguous buffer objects such
+/// as bytes or ndarrays). Each returned buffer is copied once into the
+/// result. Thread-safe; takes the GIL. Throws PythonError on any exception
+/// or when the return value has the wrong shape.
+Packed CallPacked(const std::string& module, const std::string& function, Packed packed);
+
 /// Runs Python source in __main__ (tests, one-off setup). Throws PythonError.
 void Exec(const std::string& source);
 

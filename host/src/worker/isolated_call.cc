@@ -1,6 +1,9 @@
 #include "worker/isolated_call.h"
 
+#include <chrono>
 #include <mutex>
+
+#include <spdlog/spdlog.h>
 
 #include "core/errors.h"
 #include "plugin/host_services.h"
@@ -20,6 +23,15 @@ nlohmann::json OutcomeJson(const CallOutcome& outcome) {
 
 }  // namespace
 
+void LimitHostBlas() {
+  try {
+    nlohmann::json previous = python::CallJson("nki_emu.blas_threads", "set_threads", 1);
+    spdlog::debug("host BLAS threads: {} -> 1 while the worker pool runs", previous.dump());
+  } catch (const std::exception& error) {
+    spdlog::debug("cannot limit the host's BLAS threads: {}", error.what());
+  }
+}
+
 nlohmann::json IsolatedCall(WorkerPool& pool, const std::string& module, const std::string& function,
                             const nlohmann::json& arg, const nlohmann::json& limits) {
   CallLimits call_limits;
@@ -29,8 +41,11 @@ nlohmann::json IsolatedCall(WorkerPool& pool, const std::string& module, const s
     throw StageError("config_error", error.what());
   }
   nlohmann::json options = {{"static_checks", limits.is_object() ? limits.value("static_checks", true) : true}};
-  nlohmann::json prepared = python::CallJson(kTrusted, "prepare",
-                                             {{"module", module}, {"function", function}, {"arg", arg}, {"options", options}});
+  auto start = std::chrono::steady_clock::now();
+  python::Packed prepared_call = python::CallPacked(
+      kTrusted, "prepare",
+      {{{"module", module}, {"function", function}, {"arg", arg}, {"options", options}}, {}});
+  const nlohmann::json& prepared = prepared_call.value;
   if (prepared.contains("result")) return prepared["result"];  // decided before anything ran
   if (prepared.value("plain", false)) {
     CallOutcome outcome = pool.Call(module, function, arg, call_limits);
@@ -46,12 +61,20 @@ nlohmann::json IsolatedCall(WorkerPool& pool, const std::string& module, const s
   const nlohmann::json& job = prepared["worker"];
   CallOutcome outcome;
   try {
-    outcome = pool.Call(job.value("module", ""), job.value("function", ""), job.value("arg", nlohmann::json()), call_limits);
+    outcome = pool.Call(job.value("module", ""), job.value("function", ""), job.value("arg", nlohmann::json()),
+                        call_limits, &prepared_call.blobs);
   } catch (...) {
     python::CallJson(kTrusted, "discard", {{"token", token}});
     throw;
   }
-  return python::CallJson(kTrusted, "finish", {{"token", token}, {"outcome", OutcomeJson(outcome)}});
+  prepared_call.blobs.clear();  // the inputs are no longer needed here
+  auto judging = std::chrono::steady_clock::now();
+  python::Packed judged = python::CallPacked(
+      kTrusted, "finish", {{{"token", token}, {"outcome", OutcomeJson(outcome)}}, std::move(outcome.blobs)});
+  auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+  spdlog::debug("isolated {}.{}: prepare+worker {:.1f} ms (worker round trip {:.1f} ms), judge {:.1f} ms", module,
+                function, ms(start, judging), outcome.wall_ms, ms(judging, std::chrono::steady_clock::now()));
+  return judged.value;
 }
 
 struct ScopedWorkerPool::State {
@@ -60,7 +83,10 @@ struct ScopedWorkerPool::State {
   std::shared_ptr<WorkerPool> pool;  // shared: a call still in flight keeps it alive
   std::shared_ptr<WorkerPool> Get() {
     std::lock_guard<std::mutex> lock(mu);
-    if (!pool) pool = std::make_shared<WorkerPool>(options);
+    if (!pool) {
+      pool = std::make_shared<WorkerPool>(options);
+      LimitHostBlas();
+    }
     return pool;
   }
 };

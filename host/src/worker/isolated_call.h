@@ -13,6 +13,12 @@
 
 namespace accelopt::worker {
 
+/// Sets the host interpreter's OpenBLAS to one thread (best effort; see
+/// host/python/nki_emu/blas_threads.py): once workers occupy the cores,
+/// multi-threaded BLAS in the host only spins against them. Called when a
+/// ScopedWorkerPool starts its pool.
+void LimitHostBlas();
+
 /// Runs `module.function(arg)` for untrusted code (docs/isolation.md).
 ///
 /// For accelopt.profile.profile_kernel the trusted part (reference, inputs,

@@ -100,7 +100,8 @@ void WorkerPool::Release(int slot) {
   free_.notify_one();
 }
 
-CallOutcome WorkerPool::CallOnce(int slot, const nlohmann::json& request, double timeout_s) {
+CallOutcome WorkerPool::CallOnce(int slot, const nlohmann::json& request, const std::vector<std::string>& blobs,
+                                 double timeout_s) {
   WorkerProcess& worker = *workers_[slot];
   if (!worker.Alive()) {
     Spawn(worker);
@@ -130,7 +131,7 @@ CallOutcome WorkerPool::CallOnce(int slot, const nlohmann::json& request, double
       for (const auto& warning : warnings_) spdlog::warn("worker sandbox degraded: {}", warning);
     }
   }
-  CallOutcome out = worker.Call(request, timeout_s);
+  CallOutcome out = worker.Call(request, blobs, timeout_s);
   if (out.worker_died) {
     // Respawn now so the next call finds it (nearly) ready.
     try {
@@ -148,11 +149,13 @@ CallOutcome WorkerPool::CallOnce(int slot, const nlohmann::json& request, double
 }
 
 CallOutcome WorkerPool::Call(const std::string& module, const std::string& function, const nlohmann::json& arg,
-                             const CallLimits& limits) {
+                             const CallLimits& limits, const std::vector<std::string>* blobs) {
   double timeout_s = limits.timeout_s > 0 ? limits.timeout_s : options_.default_timeout_s;
   nlohmann::json worker_limits = {{"cpu_s", timeout_s * 2 + 5}};
   if (limits.memory_bytes > 0) worker_limits["memory_bytes"] = limits.memory_bytes;
-  nlohmann::json request = {{"module", module}, {"function", function}, {"arg", arg}, {"limits", worker_limits}};
+  nlohmann::json request = {{"module", module}, {"function", function}, {"arg", arg}, {"limits", worker_limits},
+                            {"packed", blobs != nullptr}};
+  static const std::vector<std::string> kNoBlobs;
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.calls;
@@ -161,7 +164,7 @@ CallOutcome WorkerPool::Call(const std::string& module, const std::string& funct
   for (int attempt = 1; attempt <= 2; ++attempt) {
     int slot = Acquire();
     try {
-      out = CallOnce(slot, request, timeout_s);
+      out = CallOnce(slot, request, blobs ? *blobs : kNoBlobs, timeout_s);
     } catch (const std::exception& error) {
       out = CallOutcome{};
       out.kind = "worker_error";

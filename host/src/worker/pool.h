@@ -54,9 +54,11 @@ class WorkerPool {
 
   /// Runs `module.function(arg)` in a worker. Never throws for a failing
   /// call: the outcome carries the kind (timeout, crash, out_of_memory,
-  /// sandbox_violation, python_error, worker_error).
+  /// sandbox_violation, python_error, worker_error). With `blobs`, the
+  /// worker calls `function(arg, blobs)`, which returns (result, blobs)
+  /// (accelopt.sandbox.codec); the returned ones are in the outcome.
   CallOutcome Call(const std::string& module, const std::string& function, const nlohmann::json& arg,
-                   const CallLimits& limits);
+                   const CallLimits& limits, const std::vector<std::string>* blobs = nullptr);
 
   int size() const { return static_cast<int>(workers_.size()); }
   PoolStats Stats() const;
@@ -72,7 +74,8 @@ class WorkerPool {
   void Spawn(WorkerProcess& worker);
   void SpawnerLoop();
   void StopSpawner();
-  CallOutcome CallOnce(int slot, const nlohmann::json& request, double timeout_s);
+  CallOutcome CallOnce(int slot, const nlohmann::json& request, const std::vector<std::string>& blobs,
+                       double timeout_s);
 
   PoolOptions options_;
   std::vector<std::unique_ptr<WorkerProcess>> workers_;

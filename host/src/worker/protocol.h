@@ -1,7 +1,17 @@
-// protocol.h - JSON-lines framing over pipes between the host and workers.
+// protocol.h - framing over pipes between the host and workers.
+//
+// A frame is one JSON line (the header) followed by zero or more binary
+// attachments ("blobs": raw array bytes) whose byte sizes the header lists
+// under "blobs". Arrays thus cross the pipe once, unencoded; only small
+// metadata is JSON.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace accelopt::worker {
 
@@ -9,7 +19,16 @@ namespace accelopt::worker {
 /// Returns false on any other error (EPIPE: the reader is gone).
 bool WriteLine(int fd, const std::string& line);
 
-/// Buffered reader of '\n'-terminated lines from a pipe.
+/// Writes `header` with "blobs": [byte sizes] set (only when `blobs` is not
+/// empty) as one line, then each blob's bytes. Returns false like WriteLine.
+bool WriteFrame(int fd, nlohmann::json header, const std::vector<std::string>& blobs);
+
+/// The byte sizes a frame header announces (its "blobs" array; empty when
+/// absent). Throws std::invalid_argument when the list is malformed, holds
+/// more than 1,000,000 entries or announces more than `max_total_bytes`.
+std::vector<uint64_t> BlobSizes(const nlohmann::json& header, uint64_t max_total_bytes);
+
+/// Buffered reader of '\n'-terminated lines and raw byte runs from a pipe.
 class LineReader {
  public:
   enum Status { kLine, kTimeout, kEof, kError };
@@ -17,12 +36,22 @@ class LineReader {
   /// Reads the next line (without '\n') into *line. `timeout_ms` < 0 waits
   /// forever; otherwise the wait for the whole line is bounded (ms).
   Status ReadLine(std::string* line, long timeout_ms);
+  /// Reads exactly `size` bytes into *bytes (kLine on success), within
+  /// `timeout_ms` like ReadLine.
+  Status ReadExact(std::string* bytes, size_t size, long timeout_ms);
   int fd() const { return fd_; }
 
  private:
+  /// Waits until the pipe is readable; kLine when it is.
+  Status Wait(long timeout_ms, std::chrono::steady_clock::time_point deadline);
+
   int fd_;
   std::string buffer_;
   size_t scanned_ = 0;
 };
+
+/// Raises the pipe's capacity (F_SETPIPE_SZ) to `bytes` where the system
+/// allows it, so large frames need fewer wake-ups. Best effort.
+void WidenPipe(int fd, int bytes = 1 << 20);
 
 }  // namespace accelopt::worker

@@ -54,28 +54,43 @@ int WorkerMain(const WorkerMainOptions& options) {
   std::string line;
   while (reader.ReadLine(&line, -1) == LineReader::kLine) {
     nlohmann::json request = nlohmann::json::parse(line, nullptr, false);
-    nlohmann::json reply;
-    if (!request.is_object()) {
-      reply = {{"ok", false}, {"error", {{"kind", "worker_error"}, {"message", "malformed request line"}}}};
-    } else {
-      nlohmann::json message = {{"module", request.value("module", "")},
-                                {"function", request.value("function", "")},
-                                {"arg", request.value("arg", nlohmann::json())},
-                                {"scratch", request.value("scratch", options.scratch)},
-                                {"limits", request.value("limits", nlohmann::json::object())}};
-      try {
-        reply = python::CallJson("accelopt.sandbox.worker_entry", "handle", message);
-      } catch (const python::PythonError& error) {
-        reply = {{"ok", false}, {"restart", true},
-                 {"error", {{"kind", "python_error"}, {"message", error.what()}, {"traceback", error.traceback()}}}};
-      } catch (const std::exception& error) {  // e.g. a result JSON cannot parse
-        reply = {{"ok", false}, {"restart", true}, {"error", {{"kind", "worker_error"}, {"message", error.what()}}}};
-      }
-      reply["id"] = request.value("id", nlohmann::json());
-      reply["nonce"] = request.value("nonce", "");
+    python::Packed message;
+    std::vector<uint64_t> sizes;
+    try {
+      sizes = BlobSizes(request, options.memory_bytes ? options.memory_bytes : UINT64_MAX);
+    } catch (const std::invalid_argument&) {
+      return 74;  // the host sent a malformed frame: the stream cannot be resynchronised
     }
-    if (!WriteLine(kReplyFd, reply.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))) return 0;
-    if (reply.value("restart", false)) return 75;
+    for (uint64_t size : sizes) {
+      message.blobs.emplace_back();
+      if (reader.ReadExact(&message.blobs.back(), size, -1) != LineReader::kLine) return 0;
+    }
+    python::Packed reply;
+    if (!request.is_object()) {
+      reply.value = {{"ok", false}, {"error", {{"kind", "worker_error"}, {"message", "malformed request line"}}}};
+    } else {
+      message.value = {{"module", request.value("module", "")},
+                       {"function", request.value("function", "")},
+                       {"arg", request.value("arg", nlohmann::json())},
+                       {"packed", request.value("packed", false)},
+                       {"scratch", request.value("scratch", options.scratch)},
+                       {"limits", request.value("limits", nlohmann::json::object())}};
+      try {
+        reply = python::CallPacked("accelopt.sandbox.worker_entry", "handle", std::move(message));
+      } catch (const python::PythonError& error) {
+        reply = {};
+        reply.value = {{"ok", false}, {"restart", true},
+                       {"error", {{"kind", "python_error"}, {"message", error.what()}, {"traceback", error.traceback()}}}};
+      } catch (const std::exception& error) {  // e.g. a result JSON cannot parse
+        reply = {};
+        reply.value = {{"ok", false}, {"restart", true}, {"error", {{"kind", "worker_error"}, {"message", error.what()}}}};
+      }
+      reply.value["id"] = request.value("id", nlohmann::json());
+      reply.value["nonce"] = request.value("nonce", "");
+    }
+    bool restart = reply.value.value("restart", false);
+    if (!WriteFrame(kReplyFd, std::move(reply.value), reply.blobs)) return 0;
+    if (restart) return 75;
   }
   return 0;
 }

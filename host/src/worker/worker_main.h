@@ -1,13 +1,15 @@
 // worker_main.h - the `accelopt-host worker` mode (internal, hidden): one
 // persistent worker process that serves isolated calls for its parent.
 //
-// Protocol (JSON lines; docs/isolation.md):
+// Protocol (frames of worker/protocol.h: a JSON line, then the raw bytes of
+// the "blobs" it announces; docs/isolation.md):
 //   fd 0 (from the host): {"id", "nonce", "module", "function", "arg",
-//                          "scratch", "limits": {"memory_bytes", "cpu_s"}}
+//                          "packed", "scratch", "limits": {"memory_bytes",
+//                          "cpu_s"}, "blobs"?}
 //   fd 3 (to the host):   first {"ready": true, "pid", "warnings": [...],
 //                          "versions": {...}}, then per request
 //                          {"id", "nonce", "ok", "result" | "error",
-//                           "integrity", "restart"}
+//                           "integrity", "restart", "blobs"?}
 //   fd 1/2: log lines, forwarded by the host with the worker id.
 // The worker exits after answering a request whose reply has "restart":
 // true (a candidate ran out of memory or modified NumPy/the backend).

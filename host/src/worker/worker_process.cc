@@ -45,6 +45,7 @@ void MakePipe(int fds[2]) {
     fds[i] = fcntl(raw[i], F_DUPFD_CLOEXEC, 10);
     close(raw[i]);
   }
+  WidenPipe(fds[1]);
 }
 
 std::string RandomNonce() {
@@ -280,7 +281,8 @@ CallOutcome WorkerProcess::Dead(const std::string& context, double wall_ms) {
   return out;
 }
 
-CallOutcome WorkerProcess::Call(const nlohmann::json& request_in, double timeout_s) {
+CallOutcome WorkerProcess::Call(const nlohmann::json& request_in, const std::vector<std::string>& blobs,
+                                double timeout_s) {
   auto start = std::chrono::steady_clock::now();
   std::string error;
   if (!WaitReady(&error)) {
@@ -296,7 +298,7 @@ CallOutcome WorkerProcess::Call(const nlohmann::json& request_in, double timeout
   request["id"] = id;
   request["nonce"] = nonce;
   if (!request.contains("scratch")) request["scratch"] = Scratch();
-  if (!WriteLine(to_worker_, request.dump())) return Dead("while receiving the request", MsSince(start));
+  if (!WriteFrame(to_worker_, std::move(request), blobs)) return Dead("while receiving the request", MsSince(start));
 
   long timeout_ms = static_cast<long>(std::max(0.001, timeout_s) * 1000);
   while (true) {
@@ -321,6 +323,33 @@ CallOutcome WorkerProcess::Call(const nlohmann::json& request_in, double timeout
       continue;
     }
     CallOutcome out;
+    // The reply's attachments; a worker cannot hold more than its address-space cap.
+    std::vector<uint64_t> sizes;
+    try {
+      sizes = BlobSizes(reply, config_.memory_bytes ? config_.memory_bytes : UINT64_MAX);
+    } catch (const std::invalid_argument& error) {
+      Kill();
+      out.kind = "worker_error";
+      out.message = std::string("malformed reply: ") + error.what() + "; worker killed";
+      out.worker_died = true;
+      out.wall_ms = MsSince(start);
+      return out;
+    }
+    for (uint64_t size : sizes) {
+      out.blobs.emplace_back();
+      long left_ms = timeout_ms - static_cast<long>(MsSince(start));
+      auto got = left_ms <= 0 ? LineReader::kTimeout : replies_->ReadExact(&out.blobs.back(), size, left_ms);
+      if (got == LineReader::kTimeout) {
+        Kill();
+        out = CallOutcome{};
+        out.kind = "timeout";
+        out.message = "reply not received within the time limit; worker killed";
+        out.worker_died = true;
+        out.wall_ms = MsSince(start);
+        return out;
+      }
+      if (got != LineReader::kLine) return Dead("while sending its reply", MsSince(start));
+    }
     out.wall_ms = MsSince(start);
     out.ok = reply.value("ok", false);
     if (out.ok) {

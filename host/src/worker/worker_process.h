@@ -42,6 +42,7 @@ struct WorkerConfig {
 struct CallOutcome {
   bool ok = false;
   nlohmann::json result;          ///< the function's return value when ok
+  std::vector<std::string> blobs; ///< binary attachments of the result (see protocol.h)
   std::string kind;               ///< error kind when !ok (timeout, crash, out_of_memory, ...)
   std::string message;            ///< human-readable error
   std::string traceback;          ///< Python traceback or the worker's last log lines
@@ -72,8 +73,9 @@ class WorkerProcess {
   /// Sends one request and waits for its reply at most `timeout_s` seconds.
   /// On expiry the whole process group gets SIGKILL (kind "timeout"); a
   /// dead worker is classified: SIGXCPU -> timeout, SIGSYS ->
-  /// sandbox_violation, other signals and exits -> crash.
-  CallOutcome Call(const nlohmann::json& request, double timeout_s);
+  /// sandbox_violation, other signals and exits -> crash. `blobs` travel
+  /// after the request line as raw bytes (protocol.h).
+  CallOutcome Call(const nlohmann::json& request, const std::vector<std::string>& blobs, double timeout_s);
 
   /// SIGKILLs the process group and reaps the process (idempotent).
   void Kill();

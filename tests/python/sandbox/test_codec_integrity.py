@@ -4,27 +4,52 @@ import numpy as np
 from accelopt.sandbox import codec, integrity
 
 
+def _round_trip(value):
+    blobs = []
+    descriptor = codec.encode(value, blobs)
+    return codec.decode(descriptor, [bytes(b) for b in blobs]), descriptor, blobs
+
+
 def test_arrays_and_scalars_round_trip_as_fresh_copies():
     a = np.arange(12, dtype=np.float32).reshape(3, 4)
-    b = codec.decode(codec.encode(a))
+    b, descriptor, blobs = _round_trip(a)
+    assert descriptor == {"blob": 0, "dtype": "<f4", "shape": [3, 4]} and len(blobs) == 1
     assert b.dtype == a.dtype and b.shape == a.shape and np.array_equal(a, b)
     assert not np.shares_memory(a, b) and b.flags.writeable
-    assert codec.decode(codec.encode(3.5)) == 3.5 and codec.decode(codec.encode(7)) == 7
-    nan = codec.decode(codec.encode(float("nan")))
-    assert np.isnan(nan)
-    scalar = codec.decode(codec.encode(np.float32(2.0)))
+    assert _round_trip(3.5)[0] == 3.5 and _round_trip(7)[0] == 7 and _round_trip(7)[2] == []
+    assert np.isnan(_round_trip(float("nan"))[0])
+    scalar = _round_trip(np.float32(2.0))[0]
     assert isinstance(scalar, np.float32)
+    transposed = _round_trip(a.T)[0]  # a non-contiguous view travels in C order
+    assert np.array_equal(transposed, a.T)
+    empty = _round_trip(np.zeros((0, 5), np.float64))[0]
+    assert empty.shape == (0, 5)
     assert codec.digest(a) == codec.digest(a.copy()) != codec.digest(a * 2)
     assert codec.digest(1.0) == ""
 
 
 def test_object_arrays_and_other_values_are_refused():
-    for value in (np.array([object()]), "text", {"a": 1}):
+    for value in (np.array([object()]), "text", {"a": 1}, np.zeros(2, dtype=[("x", "<f4")])):
         try:
-            codec.encode(value)
+            codec.encode(value, [])
         except codec.CodecError:
             continue
         raise AssertionError(f"encoded {value!r}")
+
+
+def test_malformed_descriptors_are_refused():
+    blob = [np.zeros(4, np.float32).tobytes()]
+    for descriptor in ({"blob": 0, "dtype": "<f4", "shape": [5]},       # size does not match
+                       {"blob": 1, "dtype": "<f4", "shape": [4]},       # no such attachment
+                       {"blob": 0, "dtype": "|O", "shape": [2]},        # object dtype
+                       {"blob": 0, "dtype": "<f4", "shape": [-4]},
+                       {"blob": 0, "dtype": "<f4"},
+                       {"py": "text"}, "raw"):
+        try:
+            codec.decode(descriptor, blob)
+        except codec.CodecError:
+            continue
+        raise AssertionError(f"decoded {descriptor!r}")
 
 
 def test_integrity_detects_patches_and_stashes_but_not_data_or_submodules():

@@ -21,14 +21,18 @@ def _request(kernel, reference="ref_tiny.py", folder=FIXTURES, **extra):
 
 
 def _isolated(request, static_checks=True, outcome=None):
-    prepared = trusted.prepare({"module": "accelopt.profile", "function": "profile_kernel", "arg": request,
-                                "options": {"static_checks": static_checks}})
+    prepared, blobs = trusted.prepare({"module": "accelopt.profile", "function": "profile_kernel", "arg": request,
+                                       "options": {"static_checks": static_checks}})
     if "result" in prepared:
         return prepared["result"], None
-    job = json.loads(json.dumps(prepared["worker"]))  # what crosses the pipe
+    job = json.loads(json.dumps(prepared["worker"]))  # what crosses the pipe: JSON plus raw bytes
+    out_blobs = []
     if outcome is None:
-        outcome = {"ok": True, "result": json.loads(json.dumps(untrusted.run_kernel(job["arg"]))), "integrity": []}
-    return trusted.finish({"token": prepared["token"], "outcome": outcome}), job
+        value, out_blobs = untrusted.run_kernel(job["arg"], [bytes(b) for b in blobs])
+        outcome = {"ok": True, "result": json.loads(json.dumps(value)), "integrity": []}
+    result, extra = trusted.finish({"token": prepared["token"], "outcome": outcome}, [bytes(b) for b in out_blobs])
+    assert extra == []
+    return result, job
 
 
 def test_good_kernel_matches_the_in_process_harness():
@@ -58,8 +62,8 @@ def test_harness_fixture_outcomes_are_unchanged():
 def test_hidden_seed_is_fresh_and_never_a_published_seed():
     seen = set()
     for _ in range(3):
-        prepared = trusted.prepare({"module": "accelopt.profile", "function": "profile_kernel",
-                                    "arg": _request("kernel_good.py")})
+        prepared, _ = trusted.prepare({"module": "accelopt.profile", "function": "profile_kernel",
+                                       "arg": _request("kernel_good.py")})
         state = trusted._states[prepared["token"]]
         assert state["hidden_seed"] not in state["seeds"]
         seen.add(state["hidden_seed"])
@@ -96,10 +100,21 @@ def test_worker_failures_become_result_errors():
     outcome = {"ok": True, "result": {"compiled": True, "runs": [], "error": None}, "integrity": []}
     result, _ = _isolated(_request("kernel_good.py"), outcome=outcome)
     assert result["error"]["kind"] == trusted.WORKER_ERROR
-    unknown = trusted.finish({"token": "nope", "outcome": {"ok": True}})
+    unknown, _ = trusted.finish({"token": "nope", "outcome": {"ok": True}})
     assert unknown["error"]["kind"] == trusted.WORKER_ERROR
     assert trusted.pending() == 0
 
 
 def test_other_functions_run_plain():
-    assert trusted.prepare({"module": "sandbox_probe", "function": "echo", "arg": 1}) == {"plain": True}
+    assert trusted.prepare({"module": "sandbox_probe", "function": "echo", "arg": 1}) == ({"plain": True}, [])
+
+
+def test_outputs_that_do_not_match_their_descriptor_are_a_worker_error():
+    prepared, blobs = trusted.prepare({"module": "accelopt.profile", "function": "profile_kernel",
+                                       "arg": _request("kernel_good.py")})
+    value, out_blobs = untrusted.run_kernel(json.loads(json.dumps(prepared["worker"]["arg"])), [bytes(b) for b in blobs])
+    truncated = [bytes(b)[:-4] for b in out_blobs]
+    result, _ = trusted.finish({"token": prepared["token"], "outcome": {"ok": True, "result": value, "integrity": []}},
+                               truncated)
+    assert result["error"]["kind"] == trusted.WORKER_ERROR and "bytes" in result["error"]["message"], result["error"]
+    assert trusted.pending() == 0

@@ -2,6 +2,9 @@
 
 The host's isolated-call service (host/src/worker/isolated_call.cc) calls
 
+Both steps follow codec's packed convention (``fn(arg, blobs) -> (value,
+blobs)``): input and output arrays travel as raw attachments.
+
 1. :func:`prepare` with ``{"module", "function", "arg"}``. For
    ``accelopt.profile.profile_kernel`` it validates the request, applies the
    source rules (precision downgrade, forbidden imports/accesses), draws the
@@ -23,7 +26,7 @@ import numpy as np
 from .. import compare, loading, precision, profile
 from .. import result as R
 from ..backends import resolve_backend_name
-from . import codec, static_check
+from . import codec, draw_cache, static_check
 
 PROFILE_CALL = ("accelopt.profile", "profile_kernel")
 
@@ -41,6 +44,9 @@ STALE_OUTPUT = "stale_output"
 
 ISOLATION_ERROR_KINDS = (TIMEOUT, OUT_OF_MEMORY, CRASH, SANDBOX_VIOLATION, WORKER_ERROR, FORBIDDEN_IMPORT,
                          FORBIDDEN_ACCESS, OUTPUT_ALIASES_INPUT, INPUT_MUTATED, STALE_OUTPUT)
+
+# Published seeds' draws, shared by every candidate of a problem.
+DRAWS = draw_cache.DrawCache()
 
 _states = {}
 _states_lock = threading.Lock()
@@ -62,17 +68,23 @@ def _hidden_seed(seeds):
 
 
 def _draw(reference, seed):
-    """Inputs (nki layout), raw inputs and reference outputs for one seed (trusted)."""
+    """(nki inputs, reference outputs, input digests) for one seed (trusted)."""
     with _rng_lock:
         np.random.seed(seed)
         inputs = profile._reference_call("get_inputs()", reference.get_inputs)
     nki_inputs = profile._reference_call("transform_to_nki_inputs()", reference.transform_to_nki_inputs, inputs)
     expected = profile._reference_call("forward()", reference.forward, *inputs)
     compare.check_reference_outputs(compare.as_tuple(expected))
-    return list(nki_inputs), expected
+    nki_inputs = list(nki_inputs)
+    return nki_inputs, expected, [codec.digest(a) for a in nki_inputs]
 
 
-def _prepare_profile(request, options):
+def _cached_draw(reference, reference_key, seed):
+    """_draw for a published seed, computed once per (reference source, seed): see draw_cache."""
+    return DRAWS.get((reference_key, seed), lambda: _draw(reference, seed))
+
+
+def _prepare_profile(request, options, blobs):
     kernel_path, reference_path, backend_name, target, rel_tol, seeds, timing = profile._request_fields(request)
     resolved = resolve_backend_name(backend_name)
     reference = loading.load_reference(reference_path)
@@ -89,20 +101,24 @@ def _prepare_profile(request, options):
         if violation is not None:
             raise _Early(violation.kind, f"{kernel_path}:{violation.line}: {violation.message}")
     hidden = _hidden_seed(seeds)
-    draws = [_draw(reference, seed) for seed in seeds]
-    hidden_draw = _draw(reference, hidden)
+    try:
+        reference_key = draw_cache.source_key(reference_path)
+    except OSError as exc:
+        raise R.HarnessError(R.REFERENCE_ERROR, f"cannot read reference {reference_path}: {exc}") from exc
+    draws = [_cached_draw(reference, reference_key, seed) for seed in seeds]
+    hidden_draw = _draw(reference, hidden)  # never cached: fresh for every call
     # The hidden run goes at a random place among the seeds' runs.
     order = list(range(len(seeds)))
     hidden_index = secrets.randbelow(len(seeds) + 1)
     order.insert(hidden_index, -1)
     runs, digests = [], []
     for slot in order:
-        nki_inputs = draws[slot][0] if slot >= 0 else hidden_draw[0]
+        nki_inputs, _, input_digests = draws[slot] if slot >= 0 else hidden_draw
         try:
-            runs.append([codec.encode(a) for a in nki_inputs])
+            runs.append([codec.encode(a, blobs) for a in nki_inputs])
         except codec.CodecError as exc:
             raise R.HarnessError(R.REFERENCE_ERROR, f"reference inputs cannot be sent to a worker: {exc}") from exc
-        digests.append([codec.digest(a) for a in nki_inputs])
+        digests.append(input_digests)
     # Latency comes from the hidden run: inputs no cache or replay table can hold.
     timed_run = hidden_index if timing else -1
     state = {"request": request, "reference": reference, "seeds": seeds, "rel_tol": rel_tol, "order": order,
@@ -113,16 +129,20 @@ def _prepare_profile(request, options):
     return state, worker_arg
 
 
-def prepare(call):
+@codec.packed
+def prepare(call, _blobs=()):
     """First step of an isolated call; see the module docstring.
 
     ``call``: {"module", "function", "arg", "options"?: {"static_checks": bool}}.
-    Returns {"plain": True} | {"result": <profile result>} |
-    {"token": str, "worker": {"module", "function", "arg"}}. Never raises for
-    a bad request or reference (they become a result with an error).
+    Returns ``(prepared, blobs)``: prepared is {"plain": True} | {"result":
+    <profile result>} | {"token": str, "worker": {"module", "function",
+    "arg"}}, and blobs the attachments of the worker's arg (the inputs of
+    every run). Never raises for a bad request or reference (they become a
+    result with an error).
     """
+    blobs = []
     if (call.get("module"), call.get("function")) != PROFILE_CALL:
-        return {"plain": True}
+        return {"plain": True}, []
     request = call.get("arg")
     backend = request.get("backend", "auto") if isinstance(request, dict) else "auto"
     target = request.get("target", "trn1") if isinstance(request, dict) else "trn1"
@@ -130,20 +150,20 @@ def prepare(call):
     try:
         result["backend"] = resolve_backend_name(backend)
         result["estimated"] = result["backend"] == "emulator"
-        state, worker_arg = _prepare_profile(request, call.get("options") or {})
+        state, worker_arg = _prepare_profile(request, call.get("options") or {}, blobs)
     except R.HarnessError as exc:
-        return {"result": R.set_error(result, exc.kind, exc.message, exc.tb)}
+        return {"result": R.set_error(result, exc.kind, exc.message, exc.tb)}, []
     except _Early as exc:
-        return {"result": R.set_error(result, exc.kind, exc.message, exc.tb)}
+        return {"result": R.set_error(result, exc.kind, exc.message, exc.tb)}, []
     except Exception as exc:  # noqa: BLE001 - a malformed request, as profile_kernel reports it
         return {"result": R.set_error(result, R.RUNTIME_ERROR, f"{type(exc).__name__}: {exc}",
-                                      R.format_exception(exc))}
+                                      R.format_exception(exc))}, []
     state["result"] = result
     token = secrets.token_hex(12)
     with _states_lock:
         _states[token] = state
     return {"token": token, "worker": {"module": "accelopt.sandbox.untrusted", "function": "run_kernel",
-                                       "arg": worker_arg}}
+                                       "arg": worker_arg}}, blobs
 
 
 def discard(call):
@@ -202,7 +222,7 @@ def _judge_run(state, slot, record, others):
         raise
 
 
-def _finish_profile(state, outcome, result):
+def _finish_profile(state, outcome, blobs, result):
     if not outcome.get("ok"):
         error = outcome.get("error") or {}
         raise _Early(error.get("kind", WORKER_ERROR), error.get("message", "the worker failed"),
@@ -217,7 +237,10 @@ def _finish_profile(state, outcome, result):
     positions = sorted(range(len(records)), key=lambda p: (state["order"][p] < 0, state["order"][p]))
     for record in records:
         if not record.get("aliasing"):
-            record["decoded"] = tuple(codec.decode(o) for o in record.get("outputs", []))
+            try:
+                record["decoded"] = tuple(codec.decode(o, blobs, copy=False) for o in record.get("outputs", []))
+            except codec.CodecError as exc:
+                raise _Early(WORKER_ERROR, f"malformed outputs from the worker: {exc}") from exc
     for position in positions:
         record = records[position]
         slot = state["order"][position]
@@ -249,21 +272,23 @@ def _finish_profile(state, outcome, result):
         result["metrics"] = worker.get("metrics") or {}
 
 
-def finish(call):
-    """Judges a worker's outcome for a prepared call and returns the profile result.
+@codec.packed
+def finish(call, blobs=()):
+    """Judges a worker's outcome for a prepared call; returns ``(profile result, [])``.
 
     ``call``: {"token", "outcome": {"ok": true, "result": <run_kernel's
     result>, "integrity": [...]} | {"ok": false, "error": {"kind",
-    "message"}}}. Never raises (an unknown token is a worker_error result).
+    "message"}}}; ``blobs``: the worker reply's attachments (the outputs).
+    Never raises (an unknown token is a worker_error result).
     """
     with _states_lock:
         state = _states.pop(call.get("token"), None)
     if state is None:
         result = R.new_result("unknown", "unknown")
-        return R.set_error(result, WORKER_ERROR, "unknown or expired isolated-call token")
+        return R.set_error(result, WORKER_ERROR, "unknown or expired isolated-call token"), []
     result = state["result"]
     try:
-        _finish_profile(state, call.get("outcome") or {}, result)
+        _finish_profile(state, call.get("outcome") or {}, blobs, result)
     except (R.HarnessError, _Early) as exc:
         R.set_error(result, exc.kind, exc.message, exc.tb)
     except Exception as exc:  # noqa: BLE001 - a malformed worker answer
@@ -273,7 +298,7 @@ def finish(call):
         result["correct"] = result["correct"] and result["error"]["kind"] == R.TIMING_ERROR
         if result["error"]["kind"] != R.TIMING_ERROR:
             result["latency_ms"] = None
-    return result
+    return result, []
 
 
 def run_unisolated(request):
@@ -285,14 +310,17 @@ def run_unisolated(request):
     """
     from . import untrusted
 
-    prepared = prepare({"module": PROFILE_CALL[0], "function": PROFILE_CALL[1], "arg": request})
+    prepared, blobs = prepare({"module": PROFILE_CALL[0], "function": PROFILE_CALL[1], "arg": request})
     if "result" in prepared:
         return prepared["result"]
     import json as _json
 
+    # What crossing the pipe costs besides the transfer: JSON text and one copy of every buffer.
     job = _json.loads(_json.dumps(prepared["worker"]["arg"]))
+    out_blobs = []
     try:
-        outcome = {"ok": True, "result": _json.loads(_json.dumps(untrusted.run_kernel(job))), "integrity": []}
+        value, out_blobs = untrusted.run_kernel(job, [bytes(b) for b in blobs])
+        outcome = {"ok": True, "result": _json.loads(_json.dumps(value)), "integrity": []}
     except Exception as exc:  # noqa: BLE001 - reported like a worker failure
         outcome = {"ok": False, "error": {"kind": WORKER_ERROR, "message": f"{type(exc).__name__}: {exc}"}}
-    return finish({"token": prepared["token"], "outcome": outcome})
+    return finish({"token": prepared["token"], "outcome": outcome}, [bytes(b) for b in out_blobs])[0]

@@ -103,21 +103,25 @@ def _as_tuple(value):
     return (value,)
 
 
-def run_kernel(request):
+@codec.packed
+def run_kernel(request, blobs):
     """Runs a candidate on the given input sets; returns what the host needs to judge it.
 
-    ``request``: ``kernel_source`` (str), ``kernel_path`` (str, for messages),
-    ``backend`` ("emulator"|"neuron"), ``target``, ``runs`` (list of lists of
-    encoded inputs, see codec), ``timed_run`` (index of the run whose cost is
-    measured, or -1).
+    Packed convention (codec): ``request``: ``kernel_source`` (str),
+    ``kernel_path`` (str, for messages), ``backend`` ("emulator"|"neuron"),
+    ``target``, ``runs`` (list of lists of input descriptors into
+    ``blobs``), ``timed_run`` (index of the run whose cost is measured, or
+    -1).
 
-    Returns ``{"compiled": bool, "runs": [{"outputs": [encoded...],
+    Returns ``(out, out_blobs)`` with out = ``{"compiled": bool, "runs": [{"outputs": [encoded...],
     "input_digests": [hex...], "aliasing": str|None}...], "latency_ms",
     "metrics", "timing_error": str|None, "error": None|{"kind", "message",
-    "traceback", "run": index}}``; runs after a failing one are not executed.
+    "traceback", "run": index}}``; the outputs' bytes are in out_blobs. Runs
+    after a failing one are not executed.
     """
     kernel_path = request["kernel_path"]
     out = {"compiled": False, "runs": [], "latency_ms": None, "metrics": {}, "timing_error": None, "error": None}
+    out_blobs = []
     backend = make_backend(request.get("backend", "emulator"), request.get("target", "trn1"))
     backend.prepare()
     module_name = None
@@ -125,7 +129,10 @@ def run_kernel(request):
         kernel, module_name = load_kernel_source(request["kernel_source"], kernel_path)
         timed = request.get("timed_run", -1)
         for index, encoded in enumerate(request["runs"]):
-            args = [codec.decode(value) for value in encoded]  # fresh arrays for every run
+            try:
+                args = [codec.decode(value, blobs) for value in encoded]  # fresh arrays for every run
+            except codec.CodecError as exc:
+                raise KernelFailure(R.RUNTIME_ERROR, f"malformed inputs from the host (run {index}): {exc}") from exc
             try:
                 with np.errstate(all="ignore"):
                     raw = backend.run(kernel, args, profiled=(index == timed))
@@ -137,7 +144,7 @@ def run_kernel(request):
             record = {"aliasing": _aliasing(outputs, args),
                       "input_digests": [codec.digest(a) for a in args]}
             try:
-                record["outputs"] = [codec.encode(o) for o in outputs]
+                record["outputs"] = [codec.encode(o, out_blobs) for o in outputs]
             except codec.CodecError as exc:
                 raise KernelFailure(R.SHAPE_MISMATCH, f"kernel output cannot be read (run {index}): {exc}") from exc
             out["runs"].append(record)
@@ -153,4 +160,4 @@ def run_kernel(request):
     finally:
         if module_name:
             sys.modules.pop(module_name, None)
-    return out
+    return out, out_blobs

@@ -38,6 +38,8 @@ def startup(info):
     from .. import profile  # noqa: F401
     from ..backends import emulator  # noqa: F401
     nki_emu.install()
+    from nki_emu import blas_threads
+    blas_threads.get_threads()  # finds the BLAS library now, while /proc is still readable
     import neuronxcc.nki.isa  # noqa: F401 - aliases now resolve
     import neuronxcc.nki.language  # noqa: F401
     import neuronxcc.nki.typing  # noqa: F401
@@ -81,10 +83,14 @@ def _finite(value):
     return value
 
 
-def handle(message):
-    """Runs one request: ``{"module", "function", "arg", "scratch", "limits": {"memory_bytes", "cpu_s"}}``.
+def handle(message, blobs):
+    """Runs one request: ``{"module", "function", "arg", "packed", "scratch", "limits": {"memory_bytes", "cpu_s"}}``.
 
-    Returns ``{"ok": True, "result": ...}`` or ``{"ok": False, "error":
+    ``blobs``: the request's attachments (list of bytes). With ``"packed":
+    true`` the function is called as ``function(arg, blobs)`` and must be
+    marked :func:`codec.packed`; otherwise as ``function(arg)``.
+
+    Returns ``(reply, reply_blobs)``; reply is ``{"ok": True, "result": ...}`` or ``{"ok": False, "error":
     {"kind", "message", "traceback"}}``, plus ``"integrity"`` (list of
     changes found after the call) and ``"restart"`` (bool: the worker should
     be replaced). Error kinds: out_of_memory (MemoryError),
@@ -94,6 +100,7 @@ def handle(message):
     limits = message.get("limits") or {}
     scratch = message.get("scratch")
     reply = {"ok": False, "integrity": [], "restart": False}
+    reply_blobs = []
     try:
         if scratch:
             os.makedirs(scratch, exist_ok=True)
@@ -107,7 +114,12 @@ def handle(message):
             used = resource.getrusage(resource.RUSAGE_SELF)
             _set_limit(resource.RLIMIT_CPU, int(used.ru_utime + used.ru_stime + float(limits["cpu_s"])) + 1)
         function = getattr(importlib.import_module(message["module"]), message["function"])
-        reply["result"] = function(message.get("arg"))
+        if message.get("packed"):
+            if not getattr(function, "packed", False):
+                raise TypeError(f"{message['module']}.{message['function']} does not take attachments")
+            reply["result"], reply_blobs = function(message.get("arg"), blobs)
+        else:
+            reply["result"] = function(message.get("arg"))
         reply["ok"] = True
     except MemoryError as exc:
         reply["error"] = {"kind": "out_of_memory", "message": f"MemoryError: {exc}", "traceback": ""}
@@ -142,4 +154,6 @@ def handle(message):
         if changes:
             reply["integrity"] = changes
             reply["restart"] = True
-    return reply
+    if not reply["ok"]:
+        reply_blobs = []
+    return reply, reply_blobs
