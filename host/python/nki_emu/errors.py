@@ -4,6 +4,7 @@ The error codes and message texts follow the NKI error reference of the AWS
 Neuron SDK 2.24 (``general/nki/api/nki.errors.rst``), as summarised in
 /work/shared/specs/nki-emulator.md section 4.
 """
+import functools
 import os
 import sys
 
@@ -27,12 +28,21 @@ class NKICompileError(Exception):
         super().__init__(f"{filename}:{lineno}: error: [{code}] {message}")
 
 
+@functools.lru_cache(maxsize=4096)
+def _inside_package(filename):
+    """True if ``filename`` (a code object's co_filename) belongs to nki_emu."""
+    return os.path.abspath(filename).startswith(_PKG_DIR + os.sep)
+
+
 def _user_frame():
-    """Returns (filename, lineno) of the innermost frame outside nki_emu."""
+    """Returns (filename, lineno) of the innermost frame outside nki_emu.
+
+    Runs for every allocation (tensor names), so the path test is cached
+    per file name.
+    """
     frame = sys._getframe(1)
     while frame is not None:
-        path = os.path.abspath(frame.f_code.co_filename)
-        if not path.startswith(_PKG_DIR + os.sep):
+        if not _inside_package(frame.f_code.co_filename):
             return frame.f_code.co_filename, frame.f_lineno
         frame = frame.f_back
     return "<unknown>", 0

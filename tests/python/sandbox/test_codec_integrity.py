@@ -66,3 +66,30 @@ def test_integrity_detects_patches_and_stashes_but_not_data_or_submodules():
         np.allclose = saved
         del np.accelopt_test_stash
     assert integrity.compare(before) == []
+
+
+def test_integrity_compares_identities_not_equality():
+    class Liar:
+        def __eq__(self, other):
+            return True
+
+        def __hash__(self):
+            return 0
+
+        def __call__(self, *args, **kwargs):
+            return True
+
+    before = integrity.snapshot()
+    saved = np.allclose
+    try:
+        np.allclose = Liar()
+        assert any("numpy.allclose" in c for c in integrity.compare(before))
+    finally:
+        np.allclose = saved
+    code = np.linalg.norm.__code__
+    try:
+        np.linalg.norm.__code__ = (lambda *a, **k: 0.0).__code__
+        assert any("numpy.linalg.norm" in c and "code" in c for c in integrity.compare(before))
+    finally:
+        np.linalg.norm.__code__ = code
+    assert integrity.compare(before) == []

@@ -8,6 +8,7 @@ attributes (state stashed for later calls, ``numpy._cache = {}``). A worker
 with a non-empty difference restarts itself after answering
 (docs/isolation.md, rule R5).
 """
+import operator
 import sys
 import types
 
@@ -25,8 +26,39 @@ def _tracked(value):
     return isinstance(value, (types.ModuleType, type)) or callable(value)
 
 
+_code_of = operator.attrgetter("__code__")
+_defaults_of = operator.attrgetter("__defaults__")
+
+
+class _Module:
+    """One watched module as recorded: namespace copy, its keys and values in
+    order, and the code objects and defaults of its Python functions."""
+
+    __slots__ = ("module", "namespace", "code", "keys", "values", "functions", "codes", "defaults")
+
+    def __init__(self, module, namespace):
+        self.module, self.namespace = module, namespace
+        self.keys, self.values = list(namespace.keys()), list(namespace.values())
+        self.functions = [v for v in self.values if isinstance(v, types.FunctionType)]
+        self.codes = list(map(_code_of, self.functions))
+        self.defaults = list(map(_defaults_of, self.functions))
+        self.code = {attr: (value.__code__, value.__defaults__) for attr, value in namespace.items()
+                     if isinstance(value, types.FunctionType)}
+
+    def unchanged(self, current):
+        """Fast path: same keys, values, code objects and defaults, all by identity (C loops).
+
+        Identity, never ``==``: an object with a lying ``__eq__`` cannot pass.
+        """
+        return (len(current) == len(self.keys)
+                and all(map(operator.is_, current.keys(), self.keys))
+                and all(map(operator.is_, current.values(), self.values))
+                and all(map(operator.is_, map(_code_of, self.functions), self.codes))
+                and all(map(operator.is_, map(_defaults_of, self.functions), self.defaults)))
+
+
 def snapshot():
-    """Records the watched modules: {name: (module, copy of its namespace, {attr: (code, defaults)})}.
+    """Records the watched modules: {name: _Module}.
 
     Keeps references to the recorded objects, so identities stay comparable
     (a replaced object cannot be freed and its id reused).
@@ -39,9 +71,7 @@ def snapshot():
             namespace = dict(vars(module))
         except TypeError:
             continue
-        code = {attr: (value.__code__, value.__defaults__) for attr, value in namespace.items()
-                if isinstance(value, types.FunctionType)}
-        snap[name] = (module, namespace, code)
+        snap[name] = _Module(module, namespace)
     return snap
 
 
@@ -49,11 +79,14 @@ def compare(before):
     """Returns a list of human-readable changes since the snapshot ``before`` (empty: unchanged)."""
     changes = []
     modules = sys.modules
-    for name, (module, namespace, code) in before.items():
+    for name, recorded in before.items():
+        module, namespace, code = recorded.module, recorded.namespace, recorded.code
         if modules.get(name) is not module:
             changes.append(f"module {name} was removed or replaced in sys.modules")
             continue
         current = vars(module)
+        if recorded.unchanged(current):
+            continue
         for attr, value in namespace.items():
             now = current.get(attr, _MISSING)
             if now is value:
