@@ -86,10 +86,11 @@ def test_integrity_compares_identities_not_equality():
         assert any("numpy.allclose" in c for c in integrity.compare(before))
     finally:
         np.allclose = saved
-    code = np.linalg.norm.__code__
+    import json
+    code = json.dumps.__code__
     try:
-        np.linalg.norm.__code__ = (lambda *a, **k: 0.0).__code__
-        assert any("numpy.linalg.norm" in c and "code" in c for c in integrity.compare(before))
+        json.dumps.__code__ = (lambda *a, **k: "{}").__code__
+        assert any("json.dumps" in c and "code" in c for c in integrity.compare(before))
     finally:
-        np.linalg.norm.__code__ = code
+        json.dumps.__code__ = code
     assert integrity.compare(before) == []

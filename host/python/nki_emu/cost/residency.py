@@ -13,18 +13,27 @@ partition (Target.sbuf_capacity):
   two-queue LRU), which is how the compiler keeps hoisted loads while streaming
   per-iteration tiles through the rest of SBUF;
 * reading a block that was evicted re-issues the load (HBM read of the bytes
-  read) or, for computed data, a spill save + reload.
+  read) or, for computed data, a spill save + reload;
+* static hoisting (``hoisted_groups``, chosen by tracer.plan_static_hoisting
+  with ``Target.static_hoist_share``): the compiler allocates a hoisted
+  buffer for a whole loop-invariant input or not at all. The blocks of a
+  hoisted HBM tensor are pinned after their first load (every later load is
+  free) and shrink the LRU. An LRU alone thrashes on such cyclic reuse (0
+  hits once the set exceeds it), which spec 5.2's matmul_add_rmsnorm shows
+  the compiler avoids (w read once), while matmul's 20 MiB rhs block, too
+  large to hoist, is re-issued in full.
 """
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 
 
 class Record:
     """One SBUF block: ``bytes_pp`` per partition, ``kind`` "load"/"compute"."""
 
-    __slots__ = ("bytes_pp", "kind", "resident", "saved", "load_bytes")
+    __slots__ = ("bytes_pp", "kind", "resident", "saved", "load_bytes", "pinned")
 
     def __init__(self, bytes_pp, kind):
         self.bytes_pp, self.kind, self.resident, self.saved, self.load_bytes = bytes_pp, kind, False, False, 0
+        self.pinned = False
 
 
 class Residency:
@@ -40,8 +49,37 @@ class Residency:
         self.used = 0
         self.records = {}  # block key -> Record
         self.sources = {}  # HBM source key -> Record
+        self.hoisted_groups = set()  # HBM tensors (uid, version) hoisted statically
+
+    @staticmethod
+    def group_of(src_key):
+        """The HBM tensor (uid, version) a load source key belongs to."""
+        return src_key[:2]
+
+    def hoisting_candidates(self, loads, share):
+        """HBM tensors that could be hoisted, in order of first load: [(group, bytes_pp)].
+
+        ``loads``: (src_key, bytes_pp) of every load in program order. A
+        candidate has a region loaded more than once and distinct loaded
+        bytes per partition within ``share`` of the capacity.
+        """
+        counts = Counter(key for key, _ in loads)
+        footprint, order, seen = {}, [], set()
+        for key, bpp in loads:
+            group = self.group_of(key)
+            if group not in footprint:
+                footprint[group] = 0
+                order.append(group)
+            if key not in seen:
+                seen.add(key)
+                footprint[group] += bpp
+        repeated = {self.group_of(key) for key, n in counts.items() if n > 1}
+        limit = self.capacity * share
+        return [(g, footprint[g]) for g in order if g in repeated and footprint[g] <= limit]
 
     def _touch(self, rec, protect=False):
+        if rec.pinned:
+            return
         key = id(rec)
         if rec.resident:
             if key in self.prot:
@@ -89,6 +127,14 @@ class Residency:
             self.records[block] = rec
             self._touch(rec, protect=True)
             return True
+        if self.hoisted_groups and self.group_of(src_key) in self.hoisted_groups:
+            rec = Record(bytes_pp, "load")
+            rec.pinned = rec.resident = True
+            rec.load_bytes = nbytes
+            self.used += bytes_pp
+            self.records[block] = rec
+            self.sources[src_key] = rec
+            return False
         repeated = rec is not None  # the source was loaded before: re-issue of a hoistable load
         rec = self.records.get(block)
         if rec is None or rec.kind != "load" or not rec.resident:

@@ -339,6 +339,8 @@ class _Replay:
         self.dma_count += 1
 
     def run(self, records):
+        if self.t.static_hoist_share > 0:
+            self.res.hoisted_groups = plan_static_hoisting(records, self.t)
         compute, load, store = self.compute, self.load, self.store
         for rec in records:
             kind = rec[0]
@@ -349,6 +351,51 @@ class _Replay:
             else:
                 store(rec)
         return self
+
+
+def _traffic(records, target, hoisted):
+    """HBM bytes (loads, re-issues, spill saves and reloads) of ``records`` under
+    residency alone (no scheduling) with ``hoisted`` tensors pinned."""
+    res = Residency(target.sbuf_capacity, target.hoist_share)
+    res.hoisted_groups = hoisted
+    total = 0
+    for rec in records:
+        kind = rec[0]
+        reads = rec[8] if kind == "C" else rec[4] if kind == "S" else ()
+        for key, nbytes, _ in reads:
+            act = res.read(key, nbytes)
+            if act is not None:
+                total += act[1] + act[2]
+        if kind == "C":
+            for key, bpp in rec[9]:
+                res.write(key, bpp)
+        elif kind == "L":
+            if rec[5] is None or not res.load(rec[4], rec[5], rec[6], rec[2]):
+                total += rec[2]
+    return total
+
+
+def plan_static_hoisting(records, target):
+    """The HBM tensors the compiler would hoist whole (residency.py): candidates in order of
+    first load, each kept only if pinning it lowers the kernel's total HBM traffic (no spills
+    or re-issues bought by the SBUF it takes) and it fits in what is left of
+    ``target.static_hoist_share``. Returns a set of (uid, version)."""
+    loads = [(r[4], r[6]) for r in records if r[0] == "L" and r[5] is not None]
+    probe = Residency(target.sbuf_capacity, target.hoist_share)
+    candidates = probe.hoisting_candidates(loads, target.static_hoist_share)
+    hoisted = set()
+    if not candidates:
+        return hoisted
+    best = _traffic(records, target, hoisted)
+    budget = probe.capacity * target.static_hoist_share
+    for group, footprint in candidates:
+        if footprint > budget:
+            continue
+        trial = _traffic(records, target, hoisted | {group})
+        if trial < best:
+            best, budget = trial, budget - footprint
+            hoisted.add(group)
+    return hoisted
 
 
 def replay(records, counters, target):
