@@ -72,7 +72,8 @@ def _finite(value):
     """``value`` with non-finite floats replaced by None.
 
     The host's JSON bridge maps NaN/Infinity tokens to null by text
-    substitution, which would corrupt base64 payloads that contain "NaN".
+    substitution, which would also rewrite strings (messages, tracebacks)
+    that contain "NaN" or "Infinity".
     """
     if isinstance(value, float):
         return value if math.isfinite(value) else None
