@@ -1,6 +1,7 @@
 #include "worker/pool.h"
 
 #include <algorithm>
+#include <chrono>
 #include <stdexcept>
 #include <thread>
 
@@ -63,12 +64,46 @@ void WorkerPool::SpawnerLoop() {
     std::packaged_task<void()> task;
     {
       std::unique_lock<std::mutex> lock(spawn_mu_);
-      spawn_cv_.wait(lock, [&] { return stopping_ || !spawn_tasks_.empty(); });
-      if (spawn_tasks_.empty()) return;
+      bool woken = spawn_cv_.wait_for(lock, std::chrono::seconds(1),
+                                      [&] { return stopping_ || !spawn_tasks_.empty(); });
+      if (stopping_ && spawn_tasks_.empty()) return;
+      if (!woken) {
+        lock.unlock();
+        ReplaceDeadIdleWorkers();
+        continue;
+      }
       task = std::move(spawn_tasks_.front());
       spawn_tasks_.pop_front();
     }
     task();
+  }
+}
+
+void WorkerPool::ReplaceDeadIdleWorkers() {
+  for (size_t slot = 0; slot < workers_.size(); ++slot) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (busy_[slot]) continue;
+      busy_[slot] = true;  // held while we look, so no call takes it meanwhile
+    }
+    bool replaced = false;
+    if (workers_[slot]->ReapIfExited()) {
+      try {
+        workers_[slot]->Start();  // this is the spawner thread (see Spawn)
+        replaced = true;
+      } catch (const std::exception& error) {
+        spdlog::error("worker {}: respawn failed: {}", slot, error.what());
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      busy_[slot] = false;
+      if (replaced) {
+        ++stats_.spawned;
+        ++stats_.crashes;
+      }
+    }
+    free_.notify_one();
   }
 }
 

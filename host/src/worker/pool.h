@@ -3,7 +3,8 @@
 // Call() blocks until a worker is free, so requests issued from several
 // threads (a for_each's items) run in parallel across workers. A worker that
 // died or asked to be replaced is respawned at once (in the background of its
-// next use). A request whose worker crashed is retried once on a fresh
+// next use; one that dies while idle is noticed within a second by the
+// spawner thread, reaped and replaced). A request whose worker crashed is retried once on a fresh
 // worker; a request that killed two workers is reported, never retried
 // again. Timeouts are not retried (the deadline is the candidate's budget).
 #pragma once
@@ -73,6 +74,8 @@ class WorkerPool {
   /// PR_SET_PDEATHSIG fires when the *thread* that spawned a child exits.
   void Spawn(WorkerProcess& worker);
   void SpawnerLoop();
+  /// On the spawner thread: reaps and respawns workers that died while idle.
+  void ReplaceDeadIdleWorkers();
   void StopSpawner();
   CallOutcome CallOnce(int slot, const nlohmann::json& request, const std::vector<std::string>& blobs,
                        double timeout_s);

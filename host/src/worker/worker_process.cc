@@ -242,6 +242,20 @@ void WorkerProcess::Kill() {
   ready_ = false;
 }
 
+bool WorkerProcess::ReapIfExited() {
+  if (pid_ <= 0) return false;
+  int status = 0;
+  pid_t done = waitpid(pid_, &status, WNOHANG);
+  if (done != pid_) return false;
+  kill(-pid_, SIGKILL);  // anything left in its group
+  spdlog::warn("worker {}: exited while idle ({}); replacing it", id_,
+               WIFSIGNALED(status) ? std::string("signal ") + std::to_string(WTERMSIG(status))
+                                   : "status " + std::to_string(WEXITSTATUS(status)));
+  pid_ = -1;
+  Kill();  // closes the pipes and joins the log reader
+  return true;
+}
+
 CallOutcome WorkerProcess::Dead(const std::string& context, double wall_ms) {
   // The reply pipe closed: reap and say why the worker ended.
   int status = Reap();

@@ -79,6 +79,10 @@ class WorkerProcess {
 
   /// SIGKILLs the process group and reaps the process (idempotent).
   void Kill();
+  /// For an idle worker: true if the process has exited (it is reaped at
+  /// once, so no zombie is left, and its pipes are closed); false while it
+  /// runs or when it was never started.
+  bool ReapIfExited();
   int id() const { return id_; }
   pid_t pid() const { return pid_; }
   /// The directory this worker may write in.

@@ -4,7 +4,12 @@
 // tests/python/sandbox/sandbox_probe.py.
 #include <catch2/catch.hpp>
 
+#include <signal.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <thread>
 
 #include <filesystem>
 #include <future>
@@ -275,4 +280,24 @@ stages:
   CHECK(kinds["timeout"] == 1);
   CHECK(kinds["output_aliases_input"] == 1);
   CHECK(fs::is_directory(run_dir / "workers"));
+}
+
+TEST_CASE("a worker that dies while idle is reaped and replaced, leaving no zombie", "[worker]") {
+  accelopt::testing::TempDir scratch;
+  WorkerPool pool(TestPool(scratch.path(), 1));
+  json result;
+  REQUIRE(PlainKind(pool, "echo", 1, json::object(), &result) == "ok");
+  pid_t first = result["pid"].get<int>();
+  REQUIRE(kill(first, SIGKILL) == 0);
+  // The spawner thread looks every second; give it a few.
+  bool gone = false;
+  for (int i = 0; i < 50 && !gone; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    gone = kill(first, 0) != 0 && errno == ESRCH;  // a zombie would still answer
+  }
+  CHECK(gone);
+  REQUIRE(PlainKind(pool, "echo", 2, json::object(), &result) == "ok");
+  CHECK(result["pid"].get<int>() != first);
+  CHECK(pool.Stats().spawned == 2);
+  CHECK(pool.Stats().retries == 0);  // the next call never saw the dead worker
 }
