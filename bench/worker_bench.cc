@@ -34,6 +34,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "core/allocator.h"
 #include "python/interpreter.h"
 #include "worker/isolated_call.h"
 
@@ -264,6 +265,7 @@ int Scaling(int n) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  accelopt::TuneAllocatorForArrays();  // as accelopt-host does
   // Errors only: warnings the references print (e.g. overflow in exp) are not results.
   spdlog::set_level(std::getenv("ACCELOPT_BENCH_DEBUG") ? spdlog::level::debug : spdlog::level::err);
   std::string mode = argc > 1 ? argv[1] : "overhead";

@@ -1,4 +1,5 @@
 // accelopt-host: runs kernel-optimization pipelines (docs/cli.md).
+#include "core/allocator.h"
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
@@ -11,6 +12,7 @@
 #include "worker/worker_main.h"
 
 int main(int argc, char** argv) {
+  accelopt::TuneAllocatorForArrays();  // host and workers (same binary)
   std::signal(SIGPIPE, SIG_IGN);  // libcurl and pipes to workers: report EPIPE, don't die
   auto logger = spdlog::stderr_color_mt("accelopt");
   spdlog::set_default_logger(logger);
