@@ -197,10 +197,11 @@ class Scheduler:
 
 
 class Lane:
-    """Busy intervals of one DMA engine (sorted, disjoint); ``take`` books the first gap."""
+    """Busy intervals of one DMA engine (sorted, disjoint, touching ones merged); ``take``
+    books the first gap."""
 
     __slots__ = ("starts", "ends", "floor")
-    KEEP = 256  # intervals kept; older ones are forgotten (their gaps are not reused)
+    KEEP = 64  # intervals kept; older ones are forgotten (their gaps are not reused)
 
     def __init__(self):
         self.starts, self.ends = [], []
@@ -213,18 +214,25 @@ class Lane:
             ready = self.floor
         i = bisect.bisect_right(ends, ready)
         c = ready
-        if not starts or i == len(starts):
-            c = max(ready, ends[-1]) if starts else ready
-            starts.append(c)
-            ends.append(c + duration)
+        n = len(starts)
+        while i < n and c + duration > starts[i]:
+            if ends[i] > c:
+                c = ends[i]
+            i += 1
+        # Book [c, e) before interval i, merged with neighbours it touches: a
+        # back-to-back lane stays one interval, so later scans stay short.
+        e = c + duration
+        if i > 0 and ends[i - 1] == c:
+            if i < n and starts[i] == e:
+                ends[i - 1] = ends[i]
+                del starts[i], ends[i]
+            else:
+                ends[i - 1] = e
+        elif i < n and starts[i] == e:
+            starts[i] = c
         else:
-            n = len(starts)
-            while i < n and c + duration > starts[i]:
-                if ends[i] > c:
-                    c = ends[i]
-                i += 1
             starts.insert(i, c)
-            ends.insert(i, c + duration)
+            ends.insert(i, e)
         if len(starts) > 2 * self.KEEP:
             self.floor = ends[self.KEEP - 1]
             del starts[:self.KEEP], ends[:self.KEEP]
