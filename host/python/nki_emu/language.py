@@ -4,6 +4,7 @@ Semantics per spec section 2.5 (AWS Neuron SDK 2.24 ``nki.language`` docs);
 instruction mapping for the cost model per spec 3.5.
 """
 import math
+import sys
 
 import numpy as np
 
@@ -98,15 +99,15 @@ def shared_constant(constant, dtype=None, **_kwargs):
 # --- loops ------------------------------------------------------------------------------
 def affine_range(*args, **_kwargs):
     """Parallel loop: yields ints (LoopIndex) like range()."""
-    return runtime.loop_range("affine", args)
+    return runtime.loop_range("affine", args, sys._getframe(1))
 
 
 def sequential_range(*args, **_kwargs):
-    return runtime.loop_range("sequential", args)
+    return runtime.loop_range("sequential", args, sys._getframe(1))
 
 
 def static_range(*args, **_kwargs):
-    return runtime.loop_range("static", args)
+    return runtime.loop_range("static", args, sys._getframe(1))
 
 
 def program_id(axis=0):

@@ -100,11 +100,19 @@ def pop():
     _STACK.pop()
 
 
-def loop_range(kind, args):
-    """Generator behind the nl.*_range functions; yields LoopIndex values."""
+def loop_range(kind, args, frame=None):
+    """Generator behind the nl.*_range functions; yields LoopIndex values.
+
+    ``frame``: the calling kernel's frame; when the liveness analysis proves
+    blocks dead after each iteration of this loop, they are freed then
+    (nki_emu.liveness)."""
     rng = range(*[int(a) for a in args])
     run = current()
     loop = Loop(kind)
+    releases = None
+    if run is not None and frame is not None:
+        from . import liveness
+        releases = liveness.plan_for(frame.f_code, frame.f_lineno)
     if run is not None:
         run.loops.append(loop)
     try:
@@ -113,6 +121,9 @@ def loop_range(kind, args):
             loop.iteration = value
             yield make_index(value, loop, first)
             first = False
+            if releases:
+                from . import liveness
+                liveness.release(frame, releases)
     finally:
         loop.done = True
         if run is not None and run.loops and run.loops[-1] is loop:
