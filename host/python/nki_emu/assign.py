@@ -96,7 +96,8 @@ def accumulate(dest, value, op):
     else:
         vals, valid = np.asarray(value, dtype=np.float32), None
     fn = ops.binary(op)
-    dest.write(fn(dest.arr, vals), valid)
+    if valid is not None or not isinstance(fn, np.ufunc) or not dest.update_in_place(fn, vals):
+        dest.write(fn(dest.arr, vals), valid)
     is_matmul = producer_op in ("nc_matmul", "matmul") and dest.buffer == "psum" and fn is np.add
     trace.accumulated(dest, value if isinstance(value, NkiTensor) else None, is_matmul)
     if not dest.is_root:

@@ -342,6 +342,9 @@ def resolve(layout, key, name):
     """
     if not isinstance(key, tuple):
         key = (key,)
+    fast = _affine_fast(layout, key)
+    if fast is not None:
+        return fast
     advanced = any(isinstance(k, (IndexExpr, np.ndarray, list)) for k in key)
     basic = any(k is None or k is Ellipsis or isinstance(k, slice) for k in key)
     if advanced and basic:
@@ -350,6 +353,79 @@ def resolve(layout, key, name):
     if advanced:
         return _advanced(layout, key, name)
     return _basic(layout, key, name)
+
+
+_TEMPLATES = {}  # (shape, strides, key signature) -> (grid, grid strides, [(dim, lo, hi, size)])
+_TEMPLATE_LIMIT = 4096
+
+
+def _affine_fast(layout, key):
+    """Layout for the common key of NKI kernels (one int or IndexExpr per dimension, at
+    least one IndexExpr of rank >= 2, all in bounds), or None for the general path.
+
+    Index expressions of one statement differ between loop iterations only in their
+    constants, so the grid and strides are cached per (layout geometry, coefficients,
+    sizes); each call adds the constants and checks the bounds."""
+    shape = layout.shape
+    if len(key) != len(shape):
+        return None
+    sig = []
+    for k in key:
+        if type(k) is IndexExpr:
+            sig.append((k.coefs, k.sizes))
+        elif isinstance(k, int) and not isinstance(k, bool):
+            sig.append(None)
+        else:
+            return None
+    tkey = (shape, layout.strides, tuple(sig))
+    template = _TEMPLATES.get(tkey)
+    if template is None:
+        template = _make_template(layout, key)
+        if len(_TEMPLATES) >= _TEMPLATE_LIMIT:
+            _TEMPLATES.clear()
+        _TEMPLATES[tkey] = template
+    if template is False:
+        return None
+    grid, gstrides, spans = template
+    offset = layout.offset
+    strides = layout.strides
+    for dim, k in enumerate(key):
+        c = k if type(k) is not IndexExpr else k.const
+        lo, hi = spans[dim]
+        if c + lo < 0 or c + hi >= shape[dim]:
+            return None  # out of bound: the general path reports or gathers it
+        offset += c * strides[dim]
+    return Layout(offset, grid, gstrides)
+
+
+def _make_template(layout, key):
+    """(grid, grid strides, per-dimension (low, high) span of the non-constant part) for
+    a key of ints and IndexExprs, or False when the general path must handle it."""
+    exprs = [k for k in key if type(k) is IndexExpr]
+    if not exprs or all(e.ndim == 1 for e in exprs):
+        return False
+    ndim = max(e.ndim for e in exprs)
+    grid = [1] * ndim
+    for e in exprs:
+        for axis, n in enumerate(e._pad(ndim)[1]):
+            if n != 1:
+                grid[axis] = n if grid[axis] == 1 else grid[axis]
+    gstrides, spans = [0] * ndim, []
+    for dim, k in enumerate(key):
+        if type(k) is not IndexExpr:
+            spans.append((0, 0))
+            continue
+        coefs, sizes = k._pad(ndim)
+        lo = hi = 0
+        for axis, (c, n) in enumerate(zip(coefs, sizes)):
+            if n > 1 and grid[axis] != n:
+                return False
+            if c:
+                span = c * (grid[axis] - 1)
+                lo, hi = (lo + span, hi) if span < 0 else (lo, hi + span)
+                gstrides[axis] += c * layout.strides[dim]
+        spans.append((lo, hi))
+    return tuple(grid), tuple(gstrides), tuple(spans)
 
 
 def _basic(layout, key, name):

@@ -284,6 +284,25 @@ class NkiTensor:
             flat[g.flat[sel]] = np.broadcast_to(values, g.shape)[sel]
         self.root.version += 1
 
+    def update_in_place(self, fn, operand):
+        """``self = fn(self, operand)`` computed into this view's memory (``fn`` a NumPy
+        ufunc); saves the temporary and the copy of :meth:`write`. Returns False (nothing
+        done) where only :meth:`write` applies: gathers, emulated dtypes, copy-on-write
+        blocks, immutable roots."""
+        root = self.root
+        if self.layout is None or root.immutable or root.cow is True or isinstance(self.dtype, dtypes.NkiDType):
+            return False
+        if root.blocks is not None:
+            b = self._block_of(self.layout)
+            if b is None or (isinstance(root.cow, set) and b in root.cow):
+                return False
+        dst = self.arr
+        if np.shape(operand) != dst.shape and np.size(operand) == dst.size:
+            operand = np.reshape(operand, dst.shape)
+        fn(dst, operand, out=dst, casting="unsafe")
+        root.version += 1
+        return True
+
     def _adopt(self, values):
         """Zero-copy write: a fresh result array covering exactly one whole block becomes that
         block (both sides copy-on-write afterwards). Returns True if adopted."""

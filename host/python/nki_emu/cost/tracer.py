@@ -182,24 +182,39 @@ class Tracer:
         return out
 
     def _record_compute(self, p):
-        m, out = self.m, p.out
-        reads = [self._region(r) for r in p.reads]
-        if p.info.get("accumulate") and out is not None:
-            reads.append(self._region(out))
-        writes = [self._region(out)] if out is not None else []
-        psum_blocks = []
-        for x in p.reads + ([out] if out is not None else []):
-            if x.buffer == "psum":
-                psum_blocks.extend(self._tiles(x))
-        sbuf_writes = []
-        if out is not None and out.buffer == "sbuf":
-            bpp = self._root_geo(out.root)[1]
-            sbuf_writes = [(key, bpp) for key in self._tiles(out)]
+        # each tile's region is computed once; the lists below are derived from it
+        m, out, region = self.m, p.out, self._region
+        read_regions = [region(r) for r in p.reads]
+        out_region = region(out) if out is not None else None
+        reads = read_regions + [out_region] if (out is not None and p.info.get("accumulate")) else read_regions
+        writes = [out_region] if out is not None else []
+        psum_blocks, sbuf_reads, any_sbuf = [], [], False
+        add_access = m.add_access
+        for r, (uid, b0, b1, _, _) in zip(p.reads, read_regions):
+            nbytes = r.size * r.itemsize
+            add_access(r.buffer, "read", nbytes)
+            if r.buffer == "psum":
+                psum_blocks.extend((uid, b) for b in range(b0, b1 + 1))
+            elif r.buffer == "sbuf":
+                any_sbuf = True
+                parts = r.shape[0]
+                sbuf_reads.extend(((uid, b), nbytes, parts) for b in range(b0, b1 + 1))
+        sbuf_writes = place = ()
+        if out is not None:
+            uid, b0, b1, _, _ = out_region
+            add_access(out.buffer, "write", out.size * out.itemsize)
+            if out.buffer == "psum":
+                psum_blocks.extend((uid, b) for b in range(b0, b1 + 1))
+            elif out.buffer == "sbuf":
+                any_sbuf = True
+                _, bpp, site, kind = self._root_geo(out.root)
+                keys = [(uid, b) for b in range(b0, b1 + 1)]
+                sbuf_writes = [(key, bpp) for key in keys]
+                place = [(key, site, kind, bpp) for key in keys]
         info = {k: v for k, v in p.info.items() if k in formulas.INFO_KEYS}
-        info["sbuf"] = any(x.buffer == "sbuf" for x in p.reads + ([out] if out is not None else []))
+        info["sbuf"] = any_sbuf
         self.records.append(("C", p.engine, p.op, p.n, info, reads, writes, psum_blocks,
-                             self._sbuf_reads(p.reads), sbuf_writes,
-                             self._place(out) if out is not None else ()))
+                             sbuf_reads, sbuf_writes, place))
         m.instructions += 1
         flops = p.info.get("flops", 0)
         if p.engine == "tensor" and flops:
@@ -207,10 +222,6 @@ class Tracer:
             m.flops += flops * scale
             if p.info.get("transpose"):
                 m.transpose_flops += flops * scale
-        for r in p.reads:
-            m.add_access(r.buffer, "read", r.size * r.itemsize)
-        if out is not None:
-            m.add_access(out.buffer, "write", out.size * out.itemsize)
 
     def _record_dma(self, p):
         src, dst = p.reads[0], p.out
