@@ -55,27 +55,42 @@ def plan_for(code, lineno):
     return plans.get(lineno)
 
 
-def release(frame, releases):
-    """Drops the dead blocks named by ``releases`` (see :func:`plan_for`), reading the
-    tensors and the current loop indices from the kernel's ``frame``."""
+def bind(frame, releases):
+    """Resolves ``releases`` (see :func:`plan_for`) against the kernel's ``frame`` when its
+    loop starts: the tensors and the indices of the enclosing loops are fixed for the
+    whole loop. Returns [(root, block strides, [(position, value or None)])], None
+    standing for the loop's own index."""
     local = frame.f_locals
+    bound = []
     for name, slots in releases:
         root = local.get(name)
         blocks = getattr(root, "blocks", None)
-        if not blocks or root.root is not root:
+        if blocks is None or getattr(root, "root", None) is not root:
             continue
         block_shape = root.layout.shape[:root.par_axis]
-        wanted = []
-        for var, pos in slots:
-            if pos >= len(block_shape) or var not in local:
-                wanted = None
-                break
+        if any(pos >= len(block_shape) for _, pos in slots[:-1]) or slots[-1][1] >= len(block_shape):
+            continue
+        if any(var not in local for var, _ in slots[:-1]):
+            continue
+        strides = []
+        for pos in range(len(block_shape)):
             stride = 1
             for d in block_shape[pos + 1:]:
                 stride *= d
-            wanted.append((stride, block_shape[pos], int(local[var])))
-        if not wanted:
+            strides.append((stride, block_shape[pos]))
+        fixed = [(pos, int(local[var])) for var, pos in slots[:-1]] + [(slots[-1][1], None)]
+        bound.append((root, strides, fixed))
+    return bound
+
+
+def release(bound, iteration):
+    """Drops the blocks that iteration ``iteration`` of the loop owned (``bound`` from
+    :func:`bind`)."""
+    for root, strides, fixed in bound:
+        blocks = root.blocks
+        if not blocks:
             continue
+        wanted = [(strides[pos][0], strides[pos][1], iteration if v is None else v) for pos, v in fixed]
         dead = [b for b in blocks if all((b // s) % n == v for s, n, v in wanted)]
         for b in dead:
             del blocks[b]

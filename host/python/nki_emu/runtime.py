@@ -117,13 +117,16 @@ def loop_range(kind, args, frame=None):
         run.loops.append(loop)
     try:
         first = True
+        bound = None
         for value in rng:
             loop.iteration = value
+            if releases and bound is None:
+                from . import liveness
+                bound = liveness.bind(frame, releases)
             yield make_index(value, loop, first)
             first = False
-            if releases:
-                from . import liveness
-                liveness.release(frame, releases)
+            if bound:
+                liveness.release(bound, value)
     finally:
         loop.done = True
         if run is not None and run.loops and run.loops[-1] is loop:
