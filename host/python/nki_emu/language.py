@@ -441,11 +441,12 @@ def matmul(x, y, transpose_x=False, mask=None, **_kwargs):
         res = np.zeros((m, free_size(y.shape)), np.float32)
     out = _result(res, np.float32, "psum", mask)
     n_mov = free_size(y.shape)
-    if not transpose_x:
-        xt = NkiTensor.fresh(a, x.dtype, "psum")
+    if not transpose_x and trace.active():
+        # the transposed copies exist for the cost trace only: roots over `a` (no copy)
+        xt = NkiTensor.allocate(a.shape, x.dtype, "psum", data=a)
         trace.compute("nc_transpose", "tensor", [x], xt, k_x, partitions=m, fp32=True,
                       flops=2 * m * k_x * m, transpose=True)
-        xs = NkiTensor.fresh(a, x.dtype, "sbuf")
+        xs = NkiTensor.allocate(a.shape, x.dtype, "sbuf", data=a)
         trace.compute("tensor_copy", "scalar", [xt], xs, m)
         x = xs
     trace.compute("nc_matmul", "tensor", [x, y], out, n_mov, n_stationary=m, fp32=True,

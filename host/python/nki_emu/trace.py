@@ -12,6 +12,11 @@ def _tracer():
     return None if run is None else run.tracer
 
 
+def active():
+    """True while a run with cost tracing is executing."""
+    return _tracer() is not None
+
+
 def compute(op, engine, reads, out, n, **info):
     """Records a compute instruction.
 
