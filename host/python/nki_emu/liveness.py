@@ -30,7 +30,8 @@ Then blocks touched in iteration ``(m1 .. mk)`` have coordinate ``mj`` at
 position ``pj`` and are touched in no other iteration: when iteration
 ``mk`` of loop ``Mk`` ends, they are dead. Only ``nl.*_range`` loops are
 observed (``runtime.loop_range`` calls :func:`release` after each
-iteration); kernels without source (``exec``) are not analysed.
+iteration); kernels without source (``exec``) or whose file no longer matches
+their code are not analysed.
 """
 import ast
 import inspect
@@ -111,6 +112,8 @@ def analyse(function):
     if not tree.body or not isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
         return {}
     func = tree.body[0]
+    if func.name != code.co_name:
+        return {}  # the file changed since the code was compiled
     offset = code.co_firstlineno - 1
     declared = _top_level_allocations(func)
     if not declared:
@@ -125,7 +128,22 @@ def analyse(function):
         loop, slots = _common_slots(uses.sites[name])
         if loop is not None:
             plans.setdefault(loop.iter.lineno + offset, []).append((name, slots))
-    return plans
+    return plans if _matches(code, plans) else {}
+
+
+def _matches(code, plans):
+    """Guards against source that is not the code's (file edited after import): every
+    planned tensor and loop variable must be a local of ``code`` and every planned loop
+    line one of its lines."""
+    local_names = set(code.co_varnames) | set(code.co_cellvars)
+    lines = {line for _, _, line in code.co_lines() if line is not None}
+    for lineno, releases in plans.items():
+        if lineno not in lines:
+            return False
+        for name, slots in releases:
+            if name not in local_names or any(var not in local_names for var, _ in slots):
+                return False
+    return True
 
 
 def _top_level_allocations(func):

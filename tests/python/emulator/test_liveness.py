@@ -89,6 +89,34 @@ def test_source_less_functions_are_not_analysed():
     assert liveness.analyse(namespace["k"]) == {}
 
 
+def test_a_kernel_file_edited_after_import_is_not_analysed():
+    import importlib.util
+    import os
+    import tempfile
+    source = ("import numpy as np\nimport neuronxcc.nki.language as nl\n\n\n"
+              "def k(v1):\n"
+              "    out = nl.ndarray((2, 128, 32), dtype=np.float32, buffer=nl.shared_hbm)\n"
+              "    {x} = nl.ndarray((2, nl.par_dim(128), 32), dtype=np.float32, buffer=nl.sbuf)\n"
+              "    for i0 in nl.affine_range(2):\n"
+              "        {x}[i0, nl.arange(128)[:, None], nl.arange(32)[None, :]] = nl.load(\n"
+              "            v1[i0, nl.arange(128)[:, None], nl.arange(32)[None, :]])\n"
+              "        nl.store(out[i0, nl.arange(128)[:, None], nl.arange(32)[None, :]],\n"
+              "                 value={x}[i0, nl.arange(128)[:, None], nl.arange(32)[None, :]])\n"
+              "    return out\n")
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "edited_kernel.py")
+        with open(path, "w") as handle:
+            handle.write(source.format(x="x"))
+        spec = importlib.util.spec_from_file_location("edited_kernel", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        assert _plan(module.k) == {"x": (("i0", 0),)}
+        with open(path, "w") as handle:  # same shape, other tensor name: the code still says "x"
+            handle.write(source.format(x="renamed"))
+        os.utime(path, (1, 1))  # a different mtime, so that linecache re-reads the file
+        assert liveness.analyse(module.k) == {}
+
+
 def _roots_during(kernel, args):
     roots = []
     allocate = tensor.NkiTensor.allocate.__func__
