@@ -24,7 +24,7 @@ part only if
   to a name or passed to a user helper could outlive its iteration);
 * for each loop ``M1 .. Mk`` enclosing all uses (outermost first), every use
   indexes the same position with the bare loop variable of ``Mj`` (names of
-  the enclosing loops are distinct and never rebound).
+  the enclosing loops are distinct and never assigned except by their ``for``).
 
 Then blocks touched in iteration ``(m1 .. mk)`` have coordinate ``mj`` at
 position ``pj`` and are touched in no other iteration: when iteration
@@ -121,11 +121,14 @@ def analyse(function):
     uses = _Uses(set(declared))
     for stmt in func.body:
         uses.visit(stmt)
+    rebound = _rebound_names(func)
     plans = {}
     for name in declared:
         if name in uses.disqualified or not uses.sites.get(name):
             continue
         loop, slots = _common_slots(uses.sites[name])
+        if loop is not None and any(var in rebound for var, _ in slots):
+            continue  # a loop index assigned in the body no longer names the iteration
         if loop is not None:
             plans.setdefault(loop.iter.lineno + offset, []).append((name, slots))
     return plans if _matches(code, plans) else {}
@@ -144,6 +147,14 @@ def _matches(code, plans):
             if name not in local_names or any(var not in local_names for var, _ in slots):
                 return False
     return True
+
+
+def _rebound_names(func):
+    """Names assigned anywhere in ``func`` other than as the target of a ``for``."""
+    for_targets = {id(node.target) for node in ast.walk(func) if isinstance(node, ast.For)}
+    return {node.id for node in ast.walk(func)
+            if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del))
+            and id(node) not in for_targets}
 
 
 def _top_level_allocations(func):

@@ -61,6 +61,18 @@ def _used_whole(v1):
     return out
 
 
+def _loop_index_reassigned(v1):
+    out = nl.ndarray((2, 128, 32), dtype=np.float32, buffer=nl.shared_hbm)
+    x = nl.ndarray((2, nl.par_dim(128), 32), dtype=np.float32, buffer=nl.sbuf)
+    for i0 in nl.affine_range(2):
+        x[i0, nl.arange(128)[:, None], nl.arange(32)[None, :]] = nl.load(
+            v1[i0, nl.arange(128)[:, None], nl.arange(32)[None, :]])
+        i0 = 1 - i0
+        nl.store(out[i0, nl.arange(128)[:, None], nl.arange(32)[None, :]],
+                 value=x[i0, nl.arange(128)[:, None], nl.arange(32)[None, :]])
+    return out
+
+
 def _plan(kernel):
     return {name: slots for releases in liveness.analyse(kernel).values() for name, slots in releases}
 
@@ -81,6 +93,10 @@ def test_a_block_read_in_a_later_iteration_of_an_outer_loop_is_not_planned():
 def test_a_view_bound_to_a_name_or_a_whole_tensor_use_disqualifies_it():
     assert _plan(_view_kept_in_a_name) == {}
     assert _plan(_used_whole) == {}
+
+
+def test_a_reassigned_loop_index_disqualifies_the_tensors_it_indexes():
+    assert _plan(_loop_index_reassigned) == {}
 
 
 def test_source_less_functions_are_not_analysed():
