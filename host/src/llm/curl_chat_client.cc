@@ -184,7 +184,20 @@ ChatResponse CurlChatClient::Execute(void* curl_handle, const ChatRequest& reque
     return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
   };
 
+  // deadline_ms bounds the whole request: each attempt gets at most what is left of it,
+  // and a retry whose backoff would end past it is not made.
+  const int64_t deadline_ms = config_.deadline_ms;
+  auto attempt_timeout_ms = [&] {
+    return deadline_ms > 0 ? std::min(config_.timeout_ms, deadline_ms - elapsed_ms()) : config_.timeout_ms;
+  };
+
   for (int attempt = 1;; ++attempt) {
+    const int64_t timeout_ms = attempt_timeout_ms();
+    if (timeout_ms <= 0) {
+      throw LlmError(ErrorKind::kTimeout, 0,
+                     "deadline of " + std::to_string(deadline_ms) + " ms reached before attempt " + std::to_string(attempt),
+                     attempt - 1);
+    }
     Transfer transfer;
     char error_buffer[CURL_ERROR_SIZE] = {0};
     curl_easy_reset(curl);  // keeps the connection cache of the handle
@@ -196,8 +209,8 @@ ChatResponse CurlChatClient::Execute(void* curl_handle, const ChatRequest& reque
     curl_easy_setopt(curl, CURLOPT_USERAGENT, kUserAgent);
     curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, "");
     curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(config_.connect_timeout_ms));
-    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(config_.timeout_ms));
+    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(std::min(config_.connect_timeout_ms, timeout_ms)));
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout_ms));
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, OnBody);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &transfer);
     curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, OnHeader);
@@ -220,7 +233,9 @@ ChatResponse CurlChatClient::Execute(void* curl_handle, const ChatRequest& reque
     if (code != CURLE_OK) {
       failure.kind = ClassifyCurlCode(code);
       if (failure.kind == ErrorKind::kTimeout) {
-        message = "no complete response from " + url + " within " + std::to_string(config_.timeout_ms) + " ms";
+        message = "no complete response from " + url + " within " + std::to_string(timeout_ms) + " ms" +
+                  (timeout_ms < config_.timeout_ms ? " (what was left of the " + std::to_string(deadline_ms) + " ms deadline)"
+                                                   : std::string());
       } else {
         message = std::string(curl_easy_strerror(code)) + (error_buffer[0] ? std::string(" (") + error_buffer + ")" : "") +
                   " [" + url + "]";
@@ -247,8 +262,12 @@ ChatResponse CurlChatClient::Execute(void* curl_handle, const ChatRequest& reque
     }
     message = RedactSecret(message, config_.api_key);
 
-    const RetryDecision decision =
-        DecideRetry(policy_, attempt, failure, Jitter(), std::chrono::system_clock::now());
+    RetryDecision decision = DecideRetry(policy_, attempt, failure, Jitter(), std::chrono::system_clock::now());
+    if (decision.retry && deadline_ms > 0 && elapsed_ms() + decision.delay_ms >= deadline_ms) {
+      decision.retry = false;
+      decision.reason = "deadline";
+      message += " (deadline of " + std::to_string(deadline_ms) + " ms reached)";
+    }
     auto request_id = failure.headers.count("x-request-id") ? failure.headers.at("x-request-id") : std::string("-");
     if (!decision.retry) {
       if (attempt > 1) message += " (after " + std::to_string(attempt) + " attempts)";

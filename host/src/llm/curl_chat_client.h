@@ -43,6 +43,9 @@ class CurlChatClient : public ChatClient {
   /// Throws LlmError: llm_rate_limit / llm_server / llm_timeout / llm_connection after the
   /// last retry, llm_client at once for non-retryable 4xx (message = server's error.message),
   /// llm_bad_output for an unusable 200 body (retried once), llm_config for a bad request.
+  /// With a `deadline`, each attempt gets at most what is left of it and no retry is made
+  /// whose backoff would end past it: the last failure is thrown (message names the
+  /// deadline); an attempt cut short by it is llm_timeout.
   ChatResponse Complete(const ChatRequest& request) override;
 
   /// The endpoint's max_concurrency.

@@ -18,7 +18,7 @@ const std::vector<std::string>& KnownFields() {
   static const std::vector<std::string> fields = {
       "base_url",         "model",           "api_key_env",       "max_concurrency",   "timeout",
       "connect_timeout",  "max_retries",     "initial_retry_delay", "max_retry_delay", "temperature",
-      "max_tokens",       "price_per_mtok_in", "price_per_mtok_out", "extra"};
+      "max_tokens",       "price_per_mtok_in", "price_per_mtok_out", "extra",           "deadline"};
   return fields;
 }
 
@@ -107,6 +107,7 @@ json EndpointConfig::ToRedactedJson() const {
               {"max_concurrency", max_concurrency},
               {"timeout_ms", timeout_ms},
               {"connect_timeout_ms", connect_timeout_ms},
+              {"deadline_ms", deadline_ms},
               {"max_retries", max_retries},
               {"initial_retry_delay_ms", initial_retry_delay_ms},
               {"max_retry_delay_ms", max_retry_delay_ms},
@@ -210,6 +211,7 @@ EndpointConfig ParseEndpoint(const std::string& name, const json& spec, const En
     config.connect_timeout_ms = ParseDurationMs(spec.at("connect_timeout"), FieldPath(name, "connect_timeout"));
   }
   config.connect_timeout_ms = std::min(config.connect_timeout_ms, config.timeout_ms);
+  if (spec.contains("deadline")) config.deadline_ms = ParseDurationMs(spec.at("deadline"), FieldPath(name, "deadline"));
   if (spec.contains("max_retries")) config.max_retries = static_cast<int>(GetInt(spec, name, "max_retries", 0, 100));
   if (spec.contains("initial_retry_delay")) {
     config.initial_retry_delay_ms = ParseDurationMs(spec.at("initial_retry_delay"), FieldPath(name, "initial_retry_delay"));

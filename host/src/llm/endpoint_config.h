@@ -5,7 +5,7 @@
 //   llm:
 //     default: {base_url: "http://127.0.0.1:8000/v1", model: "gpt-oss-120b",
 //               api_key_env: OPENAI_API_KEY, max_concurrency: 4, timeout: 180s,
-//               max_retries: 4, temperature: 0.7, max_tokens: 4096,
+//               deadline: 10m, max_retries: 4, temperature: 0.7, max_tokens: 4096,
 //               price_per_mtok_in: 0.15, price_per_mtok_out: 0.6}
 #pragma once
 
@@ -37,6 +37,7 @@ struct EndpointConfig {
   int max_concurrency = 4;             ///< Worker threads (= simultaneous requests) of the live client.
   int64_t timeout_ms = 180000;         ///< Per-attempt total transfer timeout.
   int64_t connect_timeout_ms = 5000;   ///< Per-attempt connect timeout (capped at timeout_ms).
+  int64_t deadline_ms = 0;             ///< Whole-request bound across attempts and backoff (0 = none).
   int max_retries = 2;                 ///< Retries after the first attempt (attempts = max_retries + 1).
   int64_t initial_retry_delay_ms = 500;   ///< Backoff before the first retry (doubles each retry).
   int64_t max_retry_delay_ms = 8000;      ///< Cap of the exponential backoff.

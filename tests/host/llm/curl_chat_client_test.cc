@@ -163,6 +163,37 @@ TEST_CASE("curl_chat_client: an attempt that times out is retried", "[llm]") {
   }
 }
 
+TEST_CASE("curl_chat_client: the deadline bounds the whole request across retries", "[llm]") {
+  FakeLlmServer server;
+  server.SetDefault({500, ErrorBody("down"), {}, 0});
+  EndpointConfig config = TestEndpoint(server);
+  config.max_retries = 50;
+  config.initial_retry_delay_ms = 100;
+  config.max_retry_delay_ms = 100;
+  config.deadline_ms = 700;
+  CurlChatClient client(config);
+  const auto start = std::chrono::steady_clock::now();
+  LlmError error = ErrorOf(client, Hello());
+  const int64_t took = MsSince(start);
+  CHECK(error.kind == ErrorKind::kServer);  // the last failure's kind, not a timeout
+  CHECK_THAT(error.message, Catch::Contains("deadline of 700 ms"));
+  CHECK(error.attempts >= 3);
+  CHECK(error.attempts < 51);
+  CHECK(took < 1500);  // 50 retries at ~75-100 ms each would take > 3.7 s
+
+  SECTION("and cuts an attempt that would run past it") {
+    server.SetDefault({200, OkBody("too late"), {}, 1500});
+    config.max_retries = 2;
+    config.deadline_ms = 400;
+    CurlChatClient bounded(config);
+    const auto begin = std::chrono::steady_clock::now();
+    LlmError slow = ErrorOf(bounded, Hello("slow"));
+    CHECK(slow.kind == ErrorKind::kTimeout);
+    CHECK_THAT(slow.message, Catch::Contains("400 ms deadline"));
+    CHECK(MsSince(begin) < 1200);  // the 2000 ms per-attempt timeout alone would allow 1500 ms
+  }
+}
+
 TEST_CASE("curl_chat_client: 400 fails at once with the server's message", "[llm]") {
   FakeLlmServer server;
   server.Push({400, ErrorBody("messages[1].content must be a string"), {}, 0});

@@ -82,7 +82,14 @@ TEST_CASE("endpoint_config: parse a full endpoint", "[llm]") {
   CHECK(minimal.max_concurrency == 4);
   CHECK(minimal.timeout_ms == 180000);
   CHECK(minimal.max_retries == 2);
+  CHECK(minimal.deadline_ms == 0);  // no whole-request bound unless configured
   CHECK_FALSE(minimal.temperature.has_value());
+
+  json bounded = kSpec;
+  bounded["deadline"] = "10m";
+  EndpointConfig with_deadline = ParseEndpoint("default", bounded, MapEnv({}));
+  CHECK(with_deadline.deadline_ms == 600000);
+  CHECK(with_deadline.ToRedactedJson()["deadline_ms"] == 600000);
   CHECK(minimal.api_key.empty());
 }
 
@@ -99,6 +106,10 @@ TEST_CASE("endpoint_config: validation errors name the field", "[llm]") {
              Catch::Contains("llm.default.max_retries: expected an integer"));
   CHECK_THAT(ConfigErrorOf([&] { ParseEndpoint("default", with("timeout", "soon"), env); }),
              Catch::Contains("llm.default.timeout"));
+  CHECK_THAT(ConfigErrorOf([&] { ParseEndpoint("default", with("deadline", 0), env); }),
+             Catch::Contains("llm.default.deadline"));
+  CHECK_THAT(ConfigErrorOf([&] { ParseEndpoint("default", with("dedline", "5m"), env); }),
+             Catch::Contains("did you mean 'deadline'"));
   CHECK_THAT(ConfigErrorOf([&] { ParseEndpoint("default", with("temperature", -1), env); }),
              Catch::Contains("llm.default.temperature"));
   CHECK_THAT(ConfigErrorOf([&] { ParseEndpoint("default", with("base_url", "ftp://x"), env); }),
