@@ -319,12 +319,14 @@ class Layout:
 
 
 class Gather:
-    """Non-view access: ``flat`` root element indices (grid shape), ``inb`` in-bound mask or None."""
+    """Non-view access: ``flat`` root element indices (grid shape), ``inb`` in-bound mask or None,
+    ``signature``: a hashable value equal for equal accesses (the cost model's load key)."""
 
-    __slots__ = ("flat", "inb", "shape", "oob_message")
+    __slots__ = ("flat", "inb", "shape", "oob_message", "signature")
 
-    def __init__(self, flat, inb, oob_message):
+    def __init__(self, flat, inb, oob_message, signature=None):
         self.flat, self.inb, self.shape, self.oob_message = flat, inb, flat.shape, oob_message
+        self.signature = signature
 
 
 def _oob_message(name, dim, lo, hi, size):
@@ -535,6 +537,17 @@ def _gather(layout, key, grid, name, oob=None):
         ok = (idx >= 0) & (idx < n)
         inb &= ok
         flat = flat + np.clip(idx, 0, n - 1) * layout.strides[dim]
+    signature = (layout.offset, layout.shape, layout.strides, tuple(_key_signature(k) for k in key))
     if inb.all():
-        return Gather(flat, None, None)
-    return Gather(flat, inb, oob or _oob_message(name, 0, int(flat.min()), int(flat.max()), flat.size))
+        return Gather(flat, None, None, signature)
+    return Gather(flat, inb, oob or _oob_message(name, 0, int(flat.min()), int(flat.max()), flat.size), signature)
+
+
+def _key_signature(k):
+    """Hashable description of one index of a gathered access (equal indices, equal value)."""
+    if isinstance(k, IndexExpr):
+        return ("expr", k.const, k.coefs, k.sizes)
+    if _is_int(k):
+        return int(k)
+    arr = np.asarray(k)
+    return ("array", arr.shape, str(arr.dtype), arr.tobytes())

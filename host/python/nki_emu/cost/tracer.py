@@ -238,7 +238,7 @@ class Tracer:
         partitions = (dst if p.op == "load" else src).shape[0]
         if p.op == "load":
             key = (src.root.uid, src.root.version) + ((src.layout.offset, src.layout.shape, src.layout.strides)
-                                                       if src.layout is not None else (id(src.gather),))
+                                                       if src.layout is not None else (src.gather.signature,))
             block = bpp = None
             if dst.buffer == "sbuf":
                 block = self._tiles(dst)[0]
