@@ -5,6 +5,7 @@ path>``), so two kernels with the same file name never share a module, and a
 file is re-executed on every load (a rewritten kernel is never served stale).
 """
 import hashlib
+import linecache
 import os
 import sys
 import traceback
@@ -22,6 +23,18 @@ def module_name(path, role):
     return f"accelopt_{role}_{digest}"
 
 
+def remember_source(path, source):
+    """Makes ``source`` (str, or UTF-8 bytes) what ``linecache``/``inspect`` return for
+    ``path``, whatever the file holds now: tracebacks and the emulator's liveness analysis
+    (nki_emu/liveness.py) must see the code that runs. Undecodable bytes are skipped."""
+    if isinstance(source, bytes):
+        try:
+            source = source.decode("utf-8")
+        except UnicodeDecodeError:
+            return
+    linecache.cache[path] = (len(source), None, source.splitlines(True), path)
+
+
 def load_module(path, role):
     """Executes the Python file ``path`` as a fresh module (bytecode never cached) and returns it.
 
@@ -35,7 +48,9 @@ def load_module(path, role):
     # Compiled from the text every time: no __pycache__ (whose mtime check
     # can serve a stale kernel rewritten within the same second).
     with open(path, "rb") as handle:
-        code = compile(handle.read(), path, "exec", dont_inherit=True)
+        data = handle.read()
+    remember_source(path, data)
+    code = compile(data, path, "exec", dont_inherit=True)
     module = types.ModuleType(name)
     module.__file__ = path
     sys.modules[name] = module  # some decorators look their module up

@@ -32,6 +32,18 @@ def test_rewritten_file_is_reloaded():
         assert loading.load_kernel(path)() == 3
 
 
+def test_inspection_sees_the_loaded_text_even_after_a_same_size_rewrite():
+    import inspect
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "k.py")
+        _write(path, _KERNEL.format(value=1))
+        stat = os.stat(path)
+        assert inspect.getsource(loading.load_kernel(path)) == _KERNEL.format(value=1)
+        _write(path, _KERNEL.format(value=4))  # same size; same mtime below: linecache cannot tell
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+        assert inspect.getsource(loading.load_kernel(path)) == _KERNEL.format(value=4)
+
+
 def test_import_error_is_compile_error_with_location():
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "k.py")

@@ -118,3 +118,29 @@ def test_outputs_that_do_not_match_their_descriptor_are_a_worker_error():
                                truncated)
     assert result["error"]["kind"] == trusted.WORKER_ERROR and "bytes" in result["error"]["message"], result["error"]
     assert trusted.pending() == 0
+
+
+def test_the_loaded_source_is_what_inspection_sees_not_the_file_on_disk():
+    # the worker runs a source string under the candidate's path; the emulator's liveness
+    # analysis reads source through inspect, which must see that string
+    import tempfile
+    from nki_emu import liveness
+    kernel = ("import numpy as np\nimport neuronxcc.nki.language as nl\n\n\n"
+              "def kernel(v1):\n"
+              "    out = nl.ndarray((2, 128, 32), dtype=np.float32, buffer=nl.shared_hbm)\n"
+              "    x = nl.ndarray((2, nl.par_dim(128), 32), dtype=np.float32, buffer=nl.sbuf)\n"
+              "    for i0 in nl.affine_range(2):\n"
+              "        x[i0, nl.arange(128)[:, None], nl.arange(32)[None, :]] = nl.load(\n"
+              "            v1[i0, nl.arange(128)[:, None], nl.arange(32)[None, :]])\n"
+              "        nl.store(out[i0, nl.arange(128)[:, None], nl.arange(32)[None, :]],\n"
+              "                 value=x[i0, nl.arange(128)[:, None], nl.arange(32)[None, :]])\n"
+              "    return out\n")
+    with tempfile.TemporaryDirectory() as folder:
+        missing = os.path.join(folder, "never_written.py")
+        fn, name = untrusted.load_kernel_source(kernel, missing)
+        assert liveness.analyse(fn) == {fn.__code__.co_firstlineno + 3: [("x", (("i0", 0),))]}
+        stale = os.path.join(folder, "stale.py")
+        with open(stale, "w") as handle:
+            handle.write("# another candidate\n" * 40)
+        fn, name = untrusted.load_kernel_source(kernel, stale)
+        assert liveness.analyse(fn) != {}

@@ -69,6 +69,7 @@ def load_kernel_source(source, path):
     module = types.ModuleType(name)
     module.__file__ = path
     sys.modules[name] = module  # some decorators look their module up
+    loading.remember_source(path, source)  # not whatever is on disk at `path`
     try:
         code = compile(source, path, "exec", dont_inherit=True)
         exec(code, module.__dict__)  # noqa: S102 - running the candidate is the point
