@@ -124,7 +124,9 @@ def test_the_loaded_source_is_what_inspection_sees_not_the_file_on_disk():
     # the worker runs a source string under the candidate's path; the emulator's liveness
     # analysis reads source through inspect, which must see that string
     import tempfile
+    import nki_emu
     from nki_emu import liveness
+    nki_emu.install()  # the candidate imports neuronxcc.nki (this test may run alone)
     kernel = ("import numpy as np\nimport neuronxcc.nki.language as nl\n\n\n"
               "def kernel(v1):\n"
               "    out = nl.ndarray((2, 128, 32), dtype=np.float32, buffer=nl.shared_hbm)\n"
