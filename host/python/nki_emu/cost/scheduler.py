@@ -180,12 +180,7 @@ class Scheduler:
             ready = max(ready, self.place(place))
         first = self.rr[direction] if n_q < t.dma_queues else 0
         self.rr[direction] = (first + n_q) % t.dma_queues
-        start = end_q = None
-        for j in range(n_q):
-            lane = lanes[(first + j) % t.dma_queues]
-            s = lane.take(ready, occupancy)
-            start = s if start is None or s < start else start
-            end_q = s + occupancy if end_q is None or s + occupancy > end_q else end_q
+        start, end_q = _take_lanes(lanes, first, n_q, ready, occupancy)
         end = end_q + t.dma_latency_ns
         self.busy["dma"] += occupancy * n_q / t.dma_queues
         self.wrote(writes, end, "dma")
@@ -194,6 +189,43 @@ class Scheduler:
         if end > self.end:
             self.end = end
         return start, end
+
+
+def _take_lanes(lanes, first, n_q, ready, occupancy):
+    """Books ``occupancy`` ns on lanes first..first+n_q-1 (mod len) from ``ready``; returns
+    (earliest start, latest end).
+
+    A DMA over all 128 partitions takes every engine with the same ready time and
+    duration, so after one such transfer the engines' timelines are often identical.
+    Identical timelines are then held as one shared Lane object (taking it once books
+    all of them), and a lane is copied out of the shared object again before a
+    transfer over fewer engines books it alone. The bookings are exactly those of
+    separate timelines: the matmul kernel's 33 888 DMAs made 542 208 scans before.
+    """
+    n_all = len(lanes)
+    if n_q == n_all:
+        lane0 = lanes[0]
+        if all(lane is lane0 for lane in lanes):
+            s = lane0.take(ready, occupancy)
+            return s, s + occupancy
+        start = end_q = None
+        for lane in {id(lane): lane for lane in lanes}.values():  # a shared timeline once
+            s = lane.take(ready, occupancy)
+            start = s if start is None or s < start else start
+            end_q = s + occupancy if end_q is None or s + occupancy > end_q else end_q
+        if all(lane.same_as(lane0) for lane in lanes):
+            lanes[:] = [lane0] * n_all
+        return start, end_q
+    start = end_q = None
+    for j in range(n_q):
+        i = (first + j) % n_all
+        lane = lanes[i]
+        if any(other is lane for k, other in enumerate(lanes) if k != i):
+            lane = lanes[i] = lane.copy()  # leave the shared timeline of the others
+        s = lane.take(ready, occupancy)
+        start = s if start is None or s < start else start
+        end_q = s + occupancy if end_q is None or s + occupancy > end_q else end_q
+    return start, end_q
 
 
 class Lane:
@@ -206,6 +238,16 @@ class Lane:
     def __init__(self):
         self.starts, self.ends = [], []
         self.floor = 0.0  # end of the newest forgotten interval: nothing is booked before it
+
+    def copy(self):
+        other = Lane()
+        other.starts, other.ends, other.floor = list(self.starts), list(self.ends), self.floor
+        return other
+
+    def same_as(self, other):
+        """True if both timelines hold the same bookings (and so book alike from now on)."""
+        return self is other or (self.floor == other.floor and self.ends == other.ends
+                                 and self.starts == other.starts)
 
     def take(self, ready, duration):
         """Books ``duration`` ns at the earliest time >= ``ready`` that is free; returns it."""
