@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <iostream>
 
@@ -161,6 +162,15 @@ int RunCommand(const RunOptions& given, const std::vector<std::string>& argv) {
   run_dir->WriteJson("run.json", run_json);
   spdlog::info("run {}: {} ({} failed stages, {} failed items) — {}", pipeline.name, result.status, result.failed_stages,
                result.failed_items, run_dir->path().string());
+  if (int abandoned = AbandonedStages(); abandoned > 0) {
+    // Their threads may still run plugin code and use the LLM client: unloading
+    // plugins or destroying the services under them would crash. Every result
+    // is on disk (atomic writes, fsync'd journal), so leave without destructors.
+    spdlog::warn("{} timed-out stage(s) still running; exiting without waiting for them", abandoned);
+    spdlog::default_logger()->flush();
+    std::fflush(nullptr);
+    std::_Exit(result.ExitCode());
+  }
   return result.ExitCode();
 }
 

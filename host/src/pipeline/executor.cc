@@ -3,6 +3,7 @@
 #include <chrono>
 #include <fstream>
 #include <future>
+#include <mutex>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -60,19 +61,33 @@ bool Retryable(const RetrySpec& retry, const std::string& kind) {
   return std::find(retry.on.begin(), retry.on.end(), kind) != retry.on.end();
 }
 
+std::atomic<int> g_abandoned_stages{0};
+
+// Whether a timed-out stage's thread has finished, and whether it was given up on.
+struct StageThreadState {
+  std::mutex mutex;
+  bool done = false;
+  bool abandoned = false;
+};
+
 // Runs the stage, giving up after timeout_ms (0 = wait forever). On timeout
-// the stage's cancel flag is raised; a stage that ignores it is left to
-// finish in the background and its late result is discarded.
+// the stage's cancel flag is raised; a stage that ignores it for 2 s more is
+// left to finish in the background (counted by AbandonedStages) and its late
+// result is discarded.
 json RunWithTimeout(std::shared_ptr<Stage> stage, const StageInvocation& invocation) {
   if (invocation.timeout_ms <= 0) return stage->Run(invocation);
   auto promise = std::make_shared<std::promise<json>>();
   auto future = promise->get_future();
-  std::thread([stage, invocation, promise] {
+  auto state = std::make_shared<StageThreadState>();
+  std::thread([stage, invocation, promise, state] {
     try {
       promise->set_value(stage->Run(invocation));
     } catch (...) {
       promise->set_exception(std::current_exception());
     }
+    std::lock_guard<std::mutex> lock(state->mutex);
+    state->done = true;
+    if (state->abandoned) --g_abandoned_stages;
   }).detach();
   if (future.wait_for(std::chrono::milliseconds(invocation.timeout_ms)) == std::future_status::ready) return future.get();
   invocation.cancelled->store(true);
@@ -82,8 +97,59 @@ json RunWithTimeout(std::shared_ptr<Stage> stage, const StageInvocation& invocat
     } catch (...) {
     }
   }
+  {
+    std::lock_guard<std::mutex> lock(state->mutex);
+    if (!state->done) {
+      state->abandoned = true;
+      ++g_abandoned_stages;
+    }
+  }
   throw StageError("timeout", "stage exceeded its timeout of " + std::to_string(invocation.timeout_ms) + " ms");
 }
+
+// The stage's timeout in ms: the literal of the file, or its `${{ }}` expression
+// resolved now (a duration string such as "90s", or a number of seconds).
+int64_t ResolveTimeoutMs(const StageSpec& spec, const json& context) {
+  if (spec.timeout_expr.is_null()) return spec.timeout_ms;
+  json value = ResolveValue(spec.timeout_expr, context, spec.where);
+  std::optional<std::chrono::milliseconds> parsed;
+  if (value.is_number() && value.get<double>() >= 0) {
+    parsed = std::chrono::milliseconds(static_cast<int64_t>(value.get<double>() * 1000.0));
+  } else if (value.is_string()) {
+    parsed = ParseDuration(value.get<std::string>());
+  }
+  if (!parsed) {
+    throw StageError("config_error", spec.where.ToString() + ": timeout " + spec.timeout_expr.get<std::string>() +
+                                         " resolved to " + value.dump() +
+                                         "; expected a duration such as 30s, 500ms, 5m or a number of seconds");
+  }
+  return parsed->count();
+}
+
+}  // namespace
+
+int AbandonedStages() { return g_abandoned_stages.load(); }
+
+namespace {
+
+// The first stage that `spec` takes inputs from (in `with` or `for_each`) that
+// failed, or was skipped because one of its own inputs failed; "" if none.
+// Running `spec` would only fail again on null inputs, so it is skipped.
+std::string FailedInput(const StageSpec& spec, const json& context) {
+  const json& stages = context.at("stages");
+  for (const json* value : {&spec.with, &spec.for_each}) {
+    for (const auto& id : ReferencedStages(*value)) {
+      auto it = stages.find(id);
+      if (it == stages.end()) continue;
+      if ((*it).value("status", "") == "failed" || it->contains("failed_input")) return id;
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+namespace {
 
 json ApplyDefaults(const json& with, const json& params) {
   json out = with;
@@ -159,12 +225,19 @@ bool Executor::RunList(const std::vector<StageSpec>& list, const fs::path& dir, 
         run = false;
       }
     }
+    std::string failed_input;
+    if (run && !wants_failure) failed_input = FailedInput(spec, scope.context);
+    if (!failed_input.empty()) {
+      spdlog::warn("stage {} skipped: its input stage '{}' did not succeed", spec.id, failed_input);
+      run = false;
+    }
     if (run) {
       record = spec.loop ? RunLoop(spec, stage_dir, scope) : RunStage(spec, stage_dir, scope);
     } else if (record.status != "failed") {
       record.status = "skipped";
     }
     json entry = {{"status", record.status}, {"outputs", record.outputs}, {"error", record.error}};
+    if (!failed_input.empty()) entry["failed_input"] = failed_input;
     scope.context["stages"][spec.id] = entry;
     if (scope.in_loop) scope.context["iter"][spec.id] = entry;
     {
@@ -245,7 +318,7 @@ json Executor::Invoke(const StageSpec& spec, const fs::path& dir, const json& co
   invocation.vars = context.value("vars", json::object());
   invocation.stage_dir = dir;
   invocation.run_dir = run_dir_.path();
-  invocation.timeout_ms = spec.timeout_ms;
+  invocation.timeout_ms = ResolveTimeoutMs(spec, context);
   invocation.log = [log](int level, const std::string& message) { log->Write(level, message); };
   Progress* progress = &progress_;
   std::string id = spec.id;

@@ -38,6 +38,12 @@ struct RunResult {
   int ExitCode() const { return (status == "succeeded" && failed_stages == 0 && failed_items == 0) ? 0 : 1; }
 };
 
+/// Stages given up on at their timeout whose threads still run (a stage that
+/// ignores its cancel flag, e.g. one blocked in an LLM request). While this is
+/// above 0 the process must not unload plugins or destroy the run's services:
+/// the CLI then ends with std::_Exit once every result is on disk.
+int AbandonedStages();
+
 class Executor {
  public:
   Executor(const Pipeline& pipeline, const ResolvedStages& stages, const RunDirectory& run_dir, Progress& progress);

@@ -121,7 +121,10 @@ class Parser {
       stage.if_expr = String(cond, "if");
       stage.if_where = LocationOf(cond, file_);
     }
-    if (auto timeout = node["timeout"]) stage.timeout_ms = Duration(timeout, "timeout");
+    if (auto timeout = node["timeout"]) {
+      if (timeout.IsScalar() && timeout.Scalar().find("${{") != std::string::npos) stage.timeout_expr = timeout.Scalar();
+      else stage.timeout_ms = Duration(timeout, "timeout");
+    }
     if (auto retry = node["retry"]) stage.retry = Retry(retry);
     if (auto on_failure = node["on_failure"]) {
       stage.on_failure = String(on_failure, "on_failure");

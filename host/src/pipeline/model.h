@@ -42,6 +42,7 @@ struct StageSpec {
   std::string if_expr;
   SourceLocation if_where;
   int64_t timeout_ms = 0;  // 0 = no timeout
+  nlohmann::json timeout_expr;  // "${{ expr }}" resolved when the stage starts (null: timeout_ms)
   RetrySpec retry;
   std::string on_failure = "fail";  // "fail" | "continue"
   nlohmann::json for_each;          // null when not a fan-out

@@ -110,6 +110,8 @@ class Validator {
     }
     CheckExpressions(spec.for_each, spec.for_each_where, &diagnostics_);
     CheckExpressions(spec.max_parallel, spec.where, &diagnostics_);
+    CheckExpressions(spec.timeout_expr, spec.where, &diagnostics_);
+    CheckReferences(spec.timeout_expr, spec.where);
     CheckReferences(spec.for_each, spec.for_each_where);
     for (const auto& [name, value] : spec.with.items()) {
       auto where = spec.with_where.count(name) ? spec.with_where.at(name) : spec.where;

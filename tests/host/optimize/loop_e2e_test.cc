@@ -221,3 +221,35 @@ TEST_CASE("without an LLM the same pipeline runs rule-based and improves a kerne
   CHECK_FALSE(memory["items"].empty());
   CHECK(memory["items"][0]["source"] == "rules");
 }
+
+TEST_CASE("an LLM stage past its timeout fails alone: the loop goes on and the report keeps the baseline",
+          "[optimize][e2e]") {
+  TempDir dir;
+  ScriptedLlmServer server([](const json& body) -> std::string {
+    if (Role(body) == "planner") std::this_thread::sleep_for(std::chrono::seconds(4));  // a hung endpoint
+    return Respond(body);
+  });
+  const auto run_dir = dir.path() / "run";
+  auto result = RunHost(With(BaseArgs(run_dir), {"vars.iterations=2", "vars.plans=1", "vars.samples=1",
+                                                 "vars.llm_stage_timeout=1s", "llm.default.base_url=" + server.BaseUrl(),
+                                                 "llm.default.model=fake-model"}));
+  INFO(result.output);
+  CHECK(ReadJson(run_dir / "run.json")["status"] == "succeeded");
+  const auto plan_status = ReadJson(run_dir / "stages/06-optimize/iter-0/01-plan/status.json");
+  CHECK(plan_status["status"] == "failed");
+  CHECK(plan_status["error"]["kind"] == "timeout");
+  CHECK(plan_status["seconds"].get<double>() < 3.5);  // given up at the limit, not when the reply came
+  // the second iteration ran too, and the baseline result survives in the report
+  CHECK(std::filesystem::exists(run_dir / "stages/06-optimize/iter-1/01-plan/status.json"));
+  json report = ReadJson(run_dir / "optimize_report.json");
+  REQUIRE(report["rows"].size() == 1);
+  CHECK(report["rows"][0]["status"] == "no_improvement");
+  CHECK(report["rows"][0]["speedup"].get<double>() == Approx(1.0));
+  CHECK(report["rows"][0]["original_latency_ms"].get<double>() > 0.0);
+  // the stages fed by the failed plan are skipped, not failed on null inputs
+  const json run = ReadJson(run_dir / "run.json");
+  CHECK(run["failed_stages"] == 2);  // one plan per iteration
+  CHECK_THAT(result.output, Catch::Contains("stage execute skipped: its input stage 'plan' did not succeed"));
+  CHECK_THAT(result.output, Catch::Contains("timed-out stage(s) still running"));
+  CHECK_THAT(result.output, !Catch::Contains("Segmentation fault"));
+}

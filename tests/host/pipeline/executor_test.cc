@@ -111,6 +111,39 @@ TEST_CASE("a stage past its timeout fails with kind timeout", "[pipeline][execut
   CHECK(run.result.stages["slow"]["error"]["kind"] == "timeout");
 }
 
+TEST_CASE("a timeout may be an expression resolved when the stage starts", "[pipeline][executor]") {
+  PipelineFixture f;
+  const std::string pipeline =
+      "version: 1\nname: t\nvars: {limit: 10m}\nstages:\n"
+      "  - {id: slow, uses: native:test_sleep, with: {ms: 5000}, timeout: '${{ vars.limit }}'}\n";
+  auto seconds = f.Run(pipeline, {"vars.limit=0.1"});  // a number of seconds
+  CHECK(seconds.result.stages["slow"]["error"]["kind"] == "timeout");
+  CHECK_THAT(seconds.result.stages["slow"]["error"]["message"].get<std::string>(), Catch::Contains("100 ms"));
+  auto text = f.Run(pipeline, {"vars.limit=150ms"});
+  CHECK(text.result.stages["slow"]["error"]["kind"] == "timeout");
+  auto bad = f.Run(pipeline, {"vars.limit=soon"});
+  CHECK(bad.result.stages["slow"]["error"]["kind"] == "config_error");
+  CHECK_THAT(bad.result.stages["slow"]["error"]["message"].get<std::string>(),
+             Catch::Contains("pipeline.yaml:5") && Catch::Contains("resolved to \"soon\""));
+}
+
+TEST_CASE("stages fed by a failed stage are skipped, independent ones still run", "[pipeline][executor]") {
+  PipelineFixture f;
+  auto run = f.Run(
+      "version: 1\nname: t\nstages:\n"
+      "  - {id: bad, uses: native:test_flaky, with: {failures: 5, key: up1}, on_failure: continue}\n"
+      "  - {id: fed, uses: native:test_echo, with: {value: '${{ stages.bad.outputs }}'}}\n"
+      "  - {id: fed2, uses: native:test_echo, with: {value: '${{ stages.fed.outputs }}'}}\n"
+      "  - {id: other, uses: native:test_echo, with: {value: 1}}\n"
+      "  - {id: report, uses: native:test_echo, with: {value: '${{ stages.bad.status }}'}, if: '${{ always() }}'}\n");
+  CHECK(run.result.failed_stages == 1);
+  CHECK(run.result.stages["bad"]["status"] == "failed");
+  CHECK(run.result.stages["fed"]["status"] == "skipped");
+  CHECK(run.result.stages["fed2"]["status"] == "skipped");  // transitively
+  CHECK(run.result.stages["other"]["status"] == "ok");
+  CHECK(run.result.stages["report"]["status"] == "ok");  // asked to run after failures
+}
+
 TEST_CASE("a loop runs until its condition with carried state", "[pipeline][executor]") {
   PipelineFixture f;
   auto run = f.Run(
