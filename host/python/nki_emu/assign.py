@@ -64,7 +64,7 @@ def assign(dest, value):
         return
     if isinstance(value, NkiTensor):
         _check_shapes(dest, value.shape)
-        from .language import check_psum_tile, check_scope
+        check_psum_tile, check_scope = _language_checks()
         if value.buffer in ("sbuf", "psum"):
             check_scope(value)
         producer_op = getattr(getattr(value, "producer", None), "op", None)
@@ -81,6 +81,17 @@ def assign(dest, value):
         trace.compute("memset", "vector", [], dest, _free(dest))
     if run is not None and dest.layout is not None:
         run.check_output_dependency(dest.root, dest.layout)
+
+
+_CHECKS = []
+
+
+def _language_checks():
+    """(check_psum_tile, check_scope) of nki_emu.language, which imports this module."""
+    if not _CHECKS:
+        from .language import check_psum_tile, check_scope
+        _CHECKS.extend((check_psum_tile, check_scope))
+    return _CHECKS
 
 
 def _space(t):

@@ -46,15 +46,29 @@ bool_ = np.bool_
 _BY_NAME = {d.name: d for d in (bfloat16, tfloat32, float8_e4m3, float8_e5m2)}
 
 
+_RESOLVED = {}  # hashable spelling (np.float32, "float32", np.dtype) -> resolved dtype
+
+
 def resolve(dtype):
     """Returns a NumPy dtype or an NkiDType for any accepted dtype spelling."""
+    try:
+        return _RESOLVED[dtype]  # runs for every instruction: memoised
+    except (KeyError, TypeError):
+        pass
     if dtype is None:
         return None
     if isinstance(dtype, NkiDType):
-        return dtype
-    if isinstance(dtype, str) and dtype in _BY_NAME:
-        return _BY_NAME[dtype]
-    return np.dtype(dtype)
+        out = dtype
+    elif isinstance(dtype, str) and dtype in _BY_NAME:
+        out = _BY_NAME[dtype]
+    else:
+        out = np.dtype(dtype)
+    try:
+        if len(_RESOLVED) < 256:
+            _RESOLVED[dtype] = out
+    except TypeError:
+        pass
+    return out
 
 
 def storage(dtype):

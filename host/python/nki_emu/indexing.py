@@ -28,6 +28,22 @@ def _is_int(x):
         return False
 
 
+_FULL = slice(None)
+
+
+def _expansion_signature(key):
+    """(None or 0 per entry) for keys made of ``None`` and ``:`` only, else None."""
+    sig = []
+    for k in key:
+        if k is None:
+            sig.append(None)
+        elif type(k) is slice and k == _FULL:
+            sig.append(0)
+        else:
+            return None
+    return tuple(sig)
+
+
 class IndexExpr:
     """Affine index over a grid; see the module docstring.
 
@@ -54,8 +70,7 @@ class IndexExpr:
     def __getitem__(self, key):
         if not isinstance(key, tuple):
             key = (key,)
-        sig = tuple(None if k is None else 0 for k in key) if all(
-            k is None or (isinstance(k, slice) and k == slice(None)) for k in key) else None
+        sig = _expansion_signature(key)
         if sig is not None and self._sub is not None and sig in self._sub:
             return self._sub[sig]
         out = self._expand(key)
@@ -235,9 +250,9 @@ _ARANGE = {}
 
 def arange(*args):
     """``nl.arange([start,] stop[, step])`` -> 1-D IndexExpr (cached: expressions are immutable)."""
-    key = tuple(int(a) for a in args)
-    e = _ARANGE.get(key)
+    e = _ARANGE.get(args)  # ints (and LoopIndex ints) hash and compare as their value
     if e is None:
+        key = tuple(int(a) for a in args)
         e = _ARANGE[key] = _arange(*key)
     return e
 
@@ -301,13 +316,16 @@ mgrid = _MGrid()
 class Layout:
     """Affine view of a root buffer: element ``offset``, ``shape``, element ``strides``."""
 
-    __slots__ = ("offset", "shape", "strides")
+    __slots__ = ("offset", "shape", "strides", "_span")
 
     def __init__(self, offset, shape, strides):
         self.offset, self.shape, self.strides = offset, tuple(shape), tuple(strides)
+        self._span = None
 
     def span(self):
-        """(lowest, highest) root element offset touched."""
+        """(lowest, highest) root element offset touched (computed once: layouts are immutable)."""
+        if self._span is not None:
+            return self._span
         lo = hi = self.offset
         for n, s in zip(self.shape, self.strides):
             if n > 1:
@@ -315,7 +333,8 @@ class Layout:
                     lo += s * (n - 1)
                 else:
                     hi += s * (n - 1)
-        return lo, hi
+        self._span = (lo, hi)
+        return self._span
 
 
 class Gather:

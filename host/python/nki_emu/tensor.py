@@ -13,7 +13,7 @@ import weakref
 import numpy as np
 
 from . import dtypes, runtime
-from .errors import fail
+from .errors import _user_frame, fail
 from .indexing import Gather, Layout, resolve
 
 HBM_BUFFERS = ("shared_hbm", "private_hbm", "hbm")
@@ -113,7 +113,6 @@ class NkiTensor:
         t.site = None
         if run is not None and run.tracer is not None and buffer in ON_CHIP:
             # allocation site for the cost model's buffer rings: source line + loop kind
-            from .errors import _user_frame
             filename, lineno = _user_frame()
             kind = run.loops[-1].kind if run.loops else "sequential"
             t.site = (filename, lineno, "sequential" if kind == "sequential" else "affine")
@@ -362,8 +361,7 @@ class NkiTensor:
         return self._view(resolve(self.layout, (vals,) + tuple(rest), self.root.name))
 
     def __setitem__(self, key, value):
-        from .assign import assign
-        assign(self[key], value)
+        _assign_module().assign(self[key], value)
 
     def reshape(self, shape):
         """HBM view with a new shape (no copy); spec 2.2."""
@@ -427,8 +425,7 @@ class NkiTensor:
         return self._binop(-1.0, np.multiply)
 
     def _inplace(self, other, op):
-        from .assign import accumulate
-        accumulate(self, other, op)
+        _assign_module().accumulate(self, other, op)
         return self
 
     def __iadd__(self, o):
@@ -453,6 +450,18 @@ class NkiTensor:
 
     def __repr__(self):
         return f"NkiTensor({self.root.name}, shape={self.shape}, dtype={dtypes.name(self.dtype)}, buffer={self.buffer})"
+
+
+_LAZY = {}  # modules that import this one, imported on first use (a function-level
+# `from . import x` costs ~1 us per call in the hot path)
+
+
+def _assign_module():
+    module = _LAZY.get("assign")
+    if module is None:
+        from . import assign as module
+        _LAZY["assign"] = module
+    return module
 
 
 def from_numpy(array, name, immutable=True):
