@@ -350,6 +350,9 @@ json LlmCaller::Chat(const std::string& case_name, const std::string& system, co
   if (temperature_) request["temperature"] = *temperature_;
   if (max_tokens_) request["max_tokens"] = *max_tokens_;
   if (seed) request["seed"] = *seed;
+  // A stage past its timeout (or a Ctrl-C'd run) may still have queued calls:
+  // they are not sent, so an abandoned stage spends no more tokens.
+  if (ctx_.Cancelled()) throw StageFailure("cancelled", "the stage was cancelled (timeout or interrupt); request not sent");
   Usage usage;
   try {
     json response = ctx_.LlmChat(request);

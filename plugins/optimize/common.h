@@ -105,7 +105,8 @@ class LlmCaller {
   /// One chat call: system + user messages, optional per-call seed. Returns the
   /// host's response object (content, finish_reason, tokens, cost_usd, ...).
   /// Throws StageFailure with the llm_* kind; either way usage is recorded under
-  /// `case_name`.
+  /// `case_name`. Once the stage is cancelled (its timeout, Ctrl-C) no request
+  /// is sent: StageFailure "cancelled".
   json Chat(const std::string& case_name, const std::string& system, const std::string& user,
             std::optional<int64_t> seed) const;
   /// {"total": Usage, "by_case": {case: Usage}}.

@@ -230,8 +230,9 @@ TEST_CASE("an LLM stage past its timeout fails alone: the loop goes on and the r
     return Respond(body);
   });
   const auto run_dir = dir.path() / "run";
-  auto result = RunHost(With(BaseArgs(run_dir), {"vars.iterations=2", "vars.plans=1", "vars.samples=1",
-                                                 "vars.llm_stage_timeout=1s", "llm.default.base_url=" + server.BaseUrl(),
+  auto result = RunHost(With(BaseArgs(run_dir), {"vars.iterations=2", "vars.plans=3", "vars.samples=1",
+                                                 "vars.llm_concurrency=1", "vars.llm_stage_timeout=1s",
+                                                 "llm.default.base_url=" + server.BaseUrl(),
                                                  "llm.default.model=fake-model"}));
   INFO(result.output);
   CHECK(ReadJson(run_dir / "run.json")["status"] == "succeeded");
@@ -252,4 +253,6 @@ TEST_CASE("an LLM stage past its timeout fails alone: the loop goes on and the r
   CHECK_THAT(result.output, Catch::Contains("stage execute skipped: its input stage 'plan' did not succeed"));
   CHECK_THAT(result.output, Catch::Contains("timed-out stage(s) still running"));
   CHECK_THAT(result.output, !Catch::Contains("Segmentation fault"));
+  // the abandoned planner sends none of its queued requests (3 plans, one at a time)
+  CHECK(server.Requests().size() == 2);  // the first of each iteration
 }
