@@ -217,6 +217,30 @@ class Predicate:
         fail("err_control_flow_condition_depending_on_arange",
              "Control-flow depending on `nl.arange` or `nl.mgrid` is not supported.")
 
+    def constant(self, shape):
+        """True/False when the predicate holds everywhere/nowhere on a grid of ``shape``,
+        else None. Decided from the range of each affine expression over its grid, without
+        building arrays: a masked loop's full tiles (all but the tail) need no mask."""
+        if self.kind == "leaf":
+            expr = self.expr
+            sizes = expr.sizes
+            if len(sizes) > len(shape) or any(a != 1 and a != b for a, b in zip(reversed(sizes), reversed(shape))):
+                return None  # not a broadcast of the grid: evaluate() reports it
+            lo = hi = expr.const
+            for c, n in zip(expr.coefs, sizes):
+                span = c * (n - 1)
+                if span < 0:
+                    lo += span
+                else:
+                    hi += span
+            return _RANGE_TESTS[self.op](lo, hi)
+        values = [p.constant(shape) for p in self.parts]
+        if self.kind == "not":
+            return None if values[0] is None else not values[0]
+        if self.kind == "and":
+            return False if False in values else (True if all(v is True for v in values) else None)
+        return True if True in values else (False if all(v is False for v in values) else None)
+
     def evaluate(self, shape):
         """Boolean array of ``shape`` (grids aligned to the right, like NumPy)."""
         if self.kind == "leaf":
@@ -230,6 +254,17 @@ class Predicate:
         return np.broadcast_to(np.logical_not(arrays[0]), shape)
 
 
+# op -> f(lowest, highest value of expr) = True (holds for all), False (for none) or None
+_RANGE_TESTS = {
+    ">=": lambda lo, hi: True if lo >= 0 else (False if hi < 0 else None),
+    ">": lambda lo, hi: True if lo > 0 else (False if hi <= 0 else None),
+    "<=": lambda lo, hi: True if hi <= 0 else (False if lo > 0 else None),
+    "<": lambda lo, hi: True if hi < 0 else (False if lo >= 0 else None),
+    "==": lambda lo, hi: True if lo == hi == 0 else (False if lo > 0 or hi < 0 else None),
+    "!=": lambda lo, hi: False if lo == hi == 0 else (True if lo > 0 or hi < 0 else None),
+}
+
+
 def _right_pad(src, shape):
     return tuple(shape) if len(src) <= len(shape) else src
 
@@ -239,6 +274,8 @@ def mask_array(mask, shape):
     if mask is None:
         return None
     if isinstance(mask, Predicate):
+        if mask.constant(shape) is True:
+            return None
         arr = np.broadcast_to(mask.evaluate(shape), shape)
     else:
         arr = np.broadcast_to(np.asarray(mask, dtype=bool), shape)

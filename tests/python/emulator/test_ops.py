@@ -183,3 +183,27 @@ def test_block_dim_tensors_are_lazy_and_adopted_blocks_copy_on_write():
     x = rand(4, 128, 64)
     out = nki_emu.run(k, [x], trace=False).outputs
     assert np.allclose(out, 1.0, atol=1e-6)
+
+
+def test_mask_that_holds_everywhere_or_nowhere_is_decided_without_arrays():
+    # Predicate.constant must agree with the evaluated mask whenever it decides.
+    from nki_emu.indexing import arange, mask_array
+    rng = np.random.default_rng(3)
+    p, f = arange(128)[:, None], arange(512)[None, :]
+    decided = 0
+    for _ in range(400):
+        a, b, c = (int(x) for x in rng.integers(-600, 600, size=3))
+        sa, sb = (int(x) for x in rng.choice([-2, -1, 0, 1, 2], size=2))
+        leaf1 = sa * p + c >= 0 if rng.random() < 0.5 else sb * f + a < b
+        leaf2 = f + a != b if rng.random() < 0.3 else p - a <= b
+        pred = [leaf1, leaf1 & leaf2, leaf1 | leaf2, ~leaf1][int(rng.integers(4))]
+        full = pred.evaluate((128, 512))
+        verdict = pred.constant((128, 512))
+        if verdict is not None:
+            decided += 1
+            assert full.all() if verdict else not full.any()
+        assert (mask_array(pred, (128, 512)) is None) == bool(full.all())
+    assert decided > 100
+    tail = -512 * 3 - f + 1983 >= 0  # a tail tile: the last 64 of its 512 columns are masked off
+    assert tail.constant((128, 512)) is None and mask_array(tail, (128, 512)).sum() == 128 * 448
+    assert (-512 * 2 - f + 1983 >= 0).constant((128, 512)) is True  # a full tile of the same loop
