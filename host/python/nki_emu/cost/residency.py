@@ -29,11 +29,13 @@ from collections import Counter, OrderedDict
 class Record:
     """One SBUF block: ``bytes_pp`` per partition, ``kind`` "load"/"compute"."""
 
-    __slots__ = ("bytes_pp", "kind", "resident", "saved", "load_bytes", "pinned")
+    __slots__ = ("bytes_pp", "kind", "resident", "saved", "load_bytes", "pinned", "sources", "refs")
 
     def __init__(self, bytes_pp, kind):
         self.bytes_pp, self.kind, self.resident, self.saved, self.load_bytes = bytes_pp, kind, False, False, 0
         self.pinned = False
+        self.sources = ()  # HBM source keys whose data this block holds (loads)
+        self.refs = 0  # block keys mapped to this record
 
 
 class Residency:
@@ -124,7 +126,7 @@ class Residency:
         """A DMA load of ``nbytes`` from ``src_key`` into ``block``; returns True if hoisted."""
         rec = self.sources.get(src_key)
         if rec is not None and rec.resident:
-            self.records[block] = rec
+            self._map(block, rec)
             self._touch(rec, protect=True)
             return True
         if self.hoisted_groups and self.group_of(src_key) in self.hoisted_groups:
@@ -132,25 +134,56 @@ class Residency:
             rec.pinned = rec.resident = True
             rec.load_bytes = nbytes
             self.used += bytes_pp
-            self.records[block] = rec
+            self._map(block, rec)
             self.sources[src_key] = rec
             return False
         repeated = rec is not None  # the source was loaded before: re-issue of a hoistable load
         rec = self.records.get(block)
         if rec is None or rec.kind != "load" or not rec.resident:
             rec = Record(bytes_pp, "load")
-            self.records[block] = rec
+            self._map(block, rec)
         rec.load_bytes += nbytes
         self.sources[src_key] = rec
+        rec.sources = rec.sources + (src_key,)
         self._touch(rec, protect=repeated)
         return False
+
+    def _map(self, block, rec):
+        """records[block] = rec, counting the block keys that map to each record."""
+        old = self.records.get(block)
+        if old is rec:
+            return
+        if old is not None:
+            old.refs -= 1
+        rec.refs += 1
+        self.records[block] = rec
+
+    def release(self, block, live_sources):
+        """``block`` is never accessed again: its physical buffer is free (the compiler's
+        allocator reuses it). A loaded block stays while ``live_sources(src_key)`` says a
+        later load of its data could still be served from it (hoisting)."""
+        rec = self.records.get(block)
+        if rec is None or not rec.resident or rec.pinned or any(live_sources(src) for src in rec.sources):
+            return
+        del self.records[block]
+        rec.refs -= 1
+        if rec.refs > 0:
+            return  # another block still maps to the same data
+        key = id(rec)
+        if key in self.prot:
+            del self.prot[key]
+            self.prot_used -= rec.bytes_pp
+        else:
+            self.lru.pop(key, None)
+        rec.resident = False
+        self.used -= rec.bytes_pp
 
     def write(self, block, bytes_pp):
         """A compute instruction writes ``block``."""
         rec = self.records.get(block)
         if rec is None or rec.kind != "compute":
             rec = Record(bytes_pp, "compute")
-            self.records[block] = rec
+            self._map(block, rec)
         rec.saved = False
         self._touch(rec)
 

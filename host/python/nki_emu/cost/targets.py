@@ -25,6 +25,7 @@ class Target:
     sbuf_reserved_bytes: int = 16 * 1024  # compiler reserve [D S3 compiler/sbuf.py]
     hoist_share: float = 0.0  # max SBUF share kept for hoisted (loop-invariant) loads [I, fitted]
     static_hoist_share: float = 0.0  # SBUF share for whole-tensor static hoisting (residency.py) [I, fitted]
+    release_dead_blocks: bool = False  # free SBUF blocks after their last access in the trace (residency.py) [I]
     psum_banks: int = 8  # 8 x 2 KiB per partition [D]
     min_ii: int = 64  # MIN_II cycles [D S3 isa docs]
     instr_overhead_cycles: int = 0  # extra static cost per compute instruction, engine cycles [I]

@@ -352,8 +352,9 @@ class _Replay:
     def run(self, records):
         if self.t.static_hoist_share > 0:
             self.res.hoisted_groups = plan_static_hoisting(records, self.t)
-        compute, load, store = self.compute, self.load, self.store
-        for rec in records:
+        dying, last_load = _last_uses(records) if self.t.release_dead_blocks else ({}, {})
+        compute, load, store, release = self.compute, self.load, self.store, self.res.release
+        for i, rec in enumerate(records):
             kind = rec[0]
             if kind == "C":
                 compute(rec)
@@ -361,7 +362,35 @@ class _Replay:
                 load(rec)
             else:
                 store(rec)
+            if i in dying:
+                live = lambda src, i=i: last_load.get(src, -1) > i  # noqa: E731
+                for block in dying[i]:
+                    release(block, live)
         return self
+
+
+def _last_uses(records):
+    """({record index: [SBUF blocks accessed for the last time there]}, {HBM source key:
+    index of its last load}) of a trace."""
+    last_block, last_load = {}, {}
+    for i, rec in enumerate(records):
+        kind = rec[0]
+        if kind == "C":
+            for key, _, _ in rec[8]:
+                last_block[key] = i
+            for key, _ in rec[9]:
+                last_block[key] = i
+        elif kind == "L":
+            last_load[rec[4]] = i
+            if rec[5] is not None:
+                last_block[rec[5]] = i
+        else:
+            for key, _, _ in rec[4]:
+                last_block[key] = i
+    dying = {}
+    for key, i in last_block.items():
+        dying.setdefault(i, []).append(key)
+    return dying, last_load
 
 
 def _traffic(records, target, hoisted):
