@@ -1,6 +1,6 @@
 """Emulator speed vs the NumPy references on the full-size published NKIBench kernels.
 
-Usage: /usr/bin/python3.11 bench/emulator_speed.py PUBLISHED_NKIBENCH_DIR [--repeat N] [kernel ...]
+Usage: /usr/bin/python3.11 bench/emulator_speed.py PUBLISHED_NKIBENCH_DIR [--repeat N] [--breakdown] [kernel ...]
 
 Each problem runs in its own child process (so that peak memory is per
 kernel): the NumPy reference once, then the emulator once with cost tracing
@@ -11,7 +11,11 @@ resident memory (GB, ru_maxrss), then the median ratios (target <= 3, judged
 on the traced run) and the largest peak. ``--repeat N`` runs each problem in N
 fresh processes (each still one cold run of each side) and reports the run with
 the median traced ratio, plus the range: single cold runs of 0.1 s references
-vary up to 2x. Run it alone: the machine's other load distorts all times.
+vary up to 2x. ``--breakdown`` also runs the kernel on the cost-only path
+(``compute=False``: matmul and scan arithmetic skipped, everything else as in
+the untraced run) and prints the arithmetic's share (untraced minus cost-only
+time) as a ratio to the reference: the floor that no bookkeeping speed-up
+removes. Run it alone: the machine's other load distorts all times.
 """
 import importlib.util
 import json
@@ -34,8 +38,9 @@ def _load(path, name):
     return module
 
 
-def child(root, name):
-    """Measures one problem; prints one JSON line {t_ref, t_emu, peak_gb} (s, s, GB)."""
+def child(root, name, breakdown=False):
+    """Measures one problem; prints one JSON line {t_ref, t_emu, t_plain, peak_gb[, t_nomath]}
+    (s, s, s, GB[, s])."""
     import nki_emu
     nki_emu.install()
     entry = json.load(open(os.path.join(root, "summary.json")))[name]
@@ -55,13 +60,20 @@ def child(root, name):
     t0 = time.perf_counter()
     nki_emu.run(ker.kernel, kin, trace=False)
     t_plain = time.perf_counter() - t0
-    print(json.dumps({"t_ref": t_ref, "t_emu": t_emu, "t_plain": t_plain, "peak_gb": peak_gb}))
+    out = {"t_ref": t_ref, "t_emu": t_emu, "t_plain": t_plain, "peak_gb": peak_gb}
+    if breakdown:
+        t0 = time.perf_counter()
+        nki_emu.run(ker.kernel, kin, trace=False, compute=False)
+        out["t_nomath"] = time.perf_counter() - t0
+    print(json.dumps(out))
 
 
 def main(argv):
     if argv and argv[0] == "--child":
-        child(argv[1], argv[2])
+        child(argv[1], argv[2], "--breakdown" in argv)
         return 0
+    breakdown = "--breakdown" in argv
+    argv = [a for a in argv if a != "--breakdown"]
     repeat = 1
     if "--repeat" in argv:
         at = argv.index("--repeat")
@@ -75,8 +87,8 @@ def main(argv):
             continue
         runs = []
         for _ in range(repeat):
-            proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", root, name],
-                                  capture_output=True, text=True)
+            proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", root, name]
+                                  + (["--breakdown"] if breakdown else []), capture_output=True, text=True)
             if proc.returncode != 0:
                 print(f"{name:24s} FAILED: {proc.stderr.strip().splitlines()[-1:]}", flush=True)
                 break
@@ -94,8 +106,12 @@ def main(argv):
         spread = ""
         if repeat > 1:
             spread = f"  (traced ratio {runs[0]['t_emu'] / runs[0]['t_ref']:.2f}-{runs[-1]['t_emu'] / runs[-1]['t_ref']:.2f})"
+        extra = ""
+        if breakdown:
+            math_s = max(0.0, r["t_plain"] - r["t_nomath"])
+            extra = f"  arithmetic {math_s:6.2f} s = {math_s / r['t_ref']:5.2f}x reference"
         print(f"{name:24s} reference {r['t_ref']:7.2f} s  emulator traced {r['t_emu']:7.2f} s  ratio {ratio:6.2f}  "
-              f"untraced {r['t_plain']:7.2f} s  ratio {plain:6.2f}  peak RSS {peaks[-1]:6.2f} GB{spread}", flush=True)
+              f"untraced {r['t_plain']:7.2f} s  ratio {plain:6.2f}  peak RSS {peaks[-1]:6.2f} GB{spread}{extra}", flush=True)
     if ratios:
         print(f"median ratio traced {np.median(ratios):.2f} (target <= 3)   untraced {np.median(plain_ratios):.2f}   "
               f"largest peak RSS {max(peaks):.2f} GB" + (f"   ({repeat} cold runs per problem)" if repeat > 1 else ""))
