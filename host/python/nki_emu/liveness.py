@@ -59,8 +59,9 @@ def plan_for(code, lineno):
 def bind(frame, releases):
     """Resolves ``releases`` (see :func:`plan_for`) against the kernel's ``frame`` when its
     loop starts: the tensors and the indices of the enclosing loops are fixed for the
-    whole loop. Returns [(root, block strides, [(position, value or None)])], None
-    standing for the loop's own index."""
+    whole loop. Returns [(root, block strides, [(position, value or None)], complete)],
+    None standing for the loop's own index and ``complete`` telling that every block
+    dimension is fixed (one block per iteration)."""
     local = frame.f_locals
     bound = []
     for name, slots in releases:
@@ -80,19 +81,24 @@ def bind(frame, releases):
                 stride *= d
             strides.append((stride, block_shape[pos]))
         fixed = [(pos, int(local[var])) for var, pos in slots[:-1]] + [(slots[-1][1], None)]
-        bound.append((root, strides, fixed))
+        complete = len({pos for pos, _ in fixed}) == len(strides)  # one block per iteration
+        bound.append((root, strides, fixed, complete))
     return bound
 
 
 def release(bound, iteration):
     """Drops the blocks that iteration ``iteration`` of the loop owned (``bound`` from
     :func:`bind`)."""
-    for root, strides, fixed in bound:
+    for root, strides, fixed, complete in bound:
         blocks = root.blocks
         if not blocks:
             continue
-        wanted = [(strides[pos][0], strides[pos][1], iteration if v is None else v) for pos, v in fixed]
-        dead = [b for b in blocks if all((b // s) % n == v for s, n, v in wanted)]
+        if complete:  # every block dim is fixed: exactly one block dies
+            b = sum(strides[pos][0] * (iteration if v is None else v) for pos, v in fixed)
+            dead = [b] if b in blocks else []
+        else:
+            wanted = [(strides[pos][0], strides[pos][1], iteration if v is None else v) for pos, v in fixed]
+            dead = [b for b in blocks if all((b // s) % n == v for s, n, v in wanted)]
         for b in dead:
             del blocks[b]
         if dead and isinstance(root.cow, set):
