@@ -130,7 +130,8 @@ def test_dead_block_release_keeps_a_reused_input_that_dead_tiles_would_evict():
 
     x, w = np.ones((1024, 512), np.float32), np.ones((128, 512), np.float32)
     records, counters = nki_emu.run(kernel, [x, w], keep_trace=True).trace
-    small = replace(T1, sbuf_partition_bytes=T1.sbuf_reserved_bytes + 6 * 1024)
+    # static hoisting off: it would pin w too (tested on its own below)
+    small = replace(T1, sbuf_partition_bytes=T1.sbuf_reserved_bytes + 6 * 1024, static_hoist_share=0.0)
     lru = tracer.replay(records, counters, small)
     freed = tracer.replay(records, counters, replace(small, release_dead_blocks=True))
     assert tracer.replay(records, counters, replace(small, release_dead_blocks=False)) == lru
@@ -275,15 +276,29 @@ def test_static_hoisting_pins_a_cyclic_input_only_when_it_lowers_traffic():
     from nki_emu.cost import tracer
     t = replace(T1, sbuf_partition_bytes=36 * 1024, sbuf_reserved_bytes=0, static_hoist_share=0.9)
     records = _cyclic_trace(w_blocks=6, iterations=5, tmp_bpp=4096)  # w: 24 KiB of 36, 48 KiB touched per iteration
-    assert tracer.plan_static_hoisting(records, t) == {("w", 0)}
-    pinned = tracer._traffic(records, t, {("w", 0)})
-    lru = tracer._traffic(records, t, set())
+    assert tracer.plan_static_hoisting(records, t) == {("w", 0): 24 * 1024}
+    pinned = tracer._traffic(records, t, {("w", 0): 24 * 1024})
+    lru = tracer._traffic(records, t, {})
     assert pinned == 6 * 4096 * 128 < lru  # read once instead of thrashing
-    # Too large for the share: not a candidate, re-issued as before.
-    small = replace(t, static_hoist_share=0.5)
-    assert tracer.plan_static_hoisting(records, small) == set()
-    # Off by default (trn1 keeps the calibrated LRU behaviour).
-    assert T1.static_hoist_share == 0.0
+    # On by default for trn1 (fitted to spec 5.2's matmul_add_rmsnorm traffic)
+    assert 0.0 < T1.static_hoist_share < 1.0
+
+
+def test_static_hoisting_pins_what_fits_of_a_larger_input_and_reissues_the_rest():
+    from nki_emu.cost import tracer
+    t = replace(T1, sbuf_partition_bytes=36 * 1024, sbuf_reserved_bytes=0, static_hoist_share=0.5)
+    records = _cyclic_trace(w_blocks=6, iterations=5, tmp_bpp=4096)
+    plan = tracer.plan_static_hoisting(records, t)
+    assert plan == {("w", 0): 18 * 1024}  # half of SBUF for a 24 KiB input
+    # 4 of the 6 blocks fit in 18 KiB and are read once; the other two go through the
+    # LRU, which keeps at most one of them (its protected slot) between iterations
+    block = 4096 * 128
+    partial = tracer._traffic(records, t, plan)
+    assert (6 + 1 * 4) * block <= partial <= (6 + 2 * 4) * block
+    assert 6 * block < partial < tracer._traffic(records, t, {})
+    # An input whose footprint exceeds SBUF is never hoisted (matmul's rhs, spec 5.2)
+    huge = _cyclic_trace(w_blocks=10, iterations=3, tmp_bpp=4096)  # 40 KiB > 36 KiB
+    assert tracer.plan_static_hoisting(huge, t) == {}
 
 
 def test_masked_tail_loads_have_stable_keys_so_profiles_repeat():

@@ -14,14 +14,15 @@ partition (Target.sbuf_capacity):
   per-iteration tiles through the rest of SBUF;
 * reading a block that was evicted re-issues the load (HBM read of the bytes
   read) or, for computed data, a spill save + reload;
-* static hoisting (``hoisted_groups``, chosen by tracer.plan_static_hoisting
-  with ``Target.static_hoist_share``): the compiler allocates a hoisted
-  buffer for a whole loop-invariant input or not at all. The blocks of a
-  hoisted HBM tensor are pinned after their first load (every later load is
-  free) and shrink the LRU. An LRU alone thrashes on such cyclic reuse (0
-  hits once the set exceeds it), which spec 5.2's matmul_add_rmsnorm shows
-  the compiler avoids (w read once), while matmul's 20 MiB rhs block, too
-  large to hoist, is re-issued in full.
+* static hoisting (``hoisted_groups``: {(uid, version): bytes per partition
+  to pin}, chosen by tracer.plan_static_hoisting with
+  ``Target.static_hoist_share``): the compiler allocates hoisted buffers for
+  loop-invariant inputs that fit in SBUF. Blocks of such a tensor are pinned
+  after their first load (every later load is free, and they shrink the LRU)
+  until its budget is spent; the rest of it is re-issued when evicted. An LRU
+  alone thrashes on such cyclic reuse (0 hits once the set exceeds it), which
+  spec 5.2's matmul_add_rmsnorm shows the compiler avoids (w read about once),
+  while matmul's 20 MiB rhs block, too large to hoist, is re-issued in full.
 """
 from collections import Counter, OrderedDict
 
@@ -51,7 +52,7 @@ class Residency:
         self.used = 0
         self.records = {}  # block key -> Record
         self.sources = {}  # HBM source key -> Record
-        self.hoisted_groups = set()  # HBM tensors (uid, version) hoisted statically
+        self.hoisted_groups = {}  # HBM tensor (uid, version) -> bytes per partition still to pin
 
     @staticmethod
     def group_of(src_key):
@@ -129,7 +130,9 @@ class Residency:
             self._map(block, rec)
             self._touch(rec, protect=True)
             return True
-        if self.hoisted_groups and self.group_of(src_key) in self.hoisted_groups:
+        group = self.group_of(src_key) if self.hoisted_groups else None
+        if group is not None and self.hoisted_groups.get(group, 0) >= bytes_pp:
+            self.hoisted_groups[group] -= bytes_pp
             rec = Record(bytes_pp, "load")
             rec.pinned = rec.resident = True
             rec.load_bytes = nbytes

@@ -24,7 +24,7 @@ class Target:
     sbuf_partition_bytes: int = 192 * 1024  # [D] trn1 192 KiB; trn2 224 KiB
     sbuf_reserved_bytes: int = 16 * 1024  # compiler reserve [D S3 compiler/sbuf.py]
     hoist_share: float = 0.0  # max SBUF share kept for hoisted (loop-invariant) loads [I, fitted]
-    static_hoist_share: float = 0.0  # SBUF share for whole-tensor static hoisting (residency.py) [I, fitted]
+    static_hoist_share: float = 0.7  # SBUF share pinned for loop-invariant inputs (residency.py) [I, fitted to spec 5.2]
     release_dead_blocks: bool = False  # free SBUF blocks after their last access in the trace (residency.py) [I]
     psum_banks: int = 8  # 8 x 2 KiB per partition [D]
     min_ii: int = 64  # MIN_II cycles [D S3 isa docs]

@@ -395,9 +395,10 @@ def _last_uses(records):
 
 def _traffic(records, target, hoisted):
     """HBM bytes (loads, re-issues, spill saves and reloads) of ``records`` under
-    residency alone (no scheduling) with ``hoisted`` tensors pinned."""
+    residency alone (no scheduling) with ``hoisted`` ({(uid, version): bytes per
+    partition}) pinned."""
     res = Residency(target.sbuf_capacity, target.hoist_share)
-    res.hoisted_groups = hoisted
+    res.hoisted_groups = dict(hoisted)  # consumed as blocks are pinned
     total = 0
     for rec in records:
         kind = rec[0]
@@ -416,25 +417,32 @@ def _traffic(records, target, hoisted):
 
 
 def plan_static_hoisting(records, target):
-    """The HBM tensors the compiler would hoist whole (residency.py): candidates in order of
-    first load, each kept only if pinning it lowers the kernel's total HBM traffic (no spills
-    or re-issues bought by the SBUF it takes) and it fits in what is left of
-    ``target.static_hoist_share``. Returns a set of (uid, version)."""
+    """The HBM tensors the compiler would hoist (residency.py) and how much of each:
+    {(uid, version): bytes per partition to pin}.
+
+    Candidates are the tensors loaded more than once whose whole footprint fits in
+    SBUF, in order of first load; each gets what is left of
+    ``target.static_hoist_share`` of SBUF, up to its footprint (the rest of a
+    tensor larger than that is re-issued like any other load: spec 5.2's partial
+    reloads of matmul_add_rmsnorm), and is kept only if pinning lowers the
+    kernel's total HBM traffic (no spills or re-issues bought by the SBUF it takes).
+    """
     loads = [(r[4], r[6]) for r in records if r[0] == "L" and r[5] is not None]
     probe = Residency(target.sbuf_capacity, target.hoist_share)
-    candidates = probe.hoisting_candidates(loads, target.static_hoist_share)
-    hoisted = set()
+    candidates = probe.hoisting_candidates(loads, 1.0)
+    hoisted = {}
     if not candidates:
         return hoisted
     best = _traffic(records, target, hoisted)
     budget = probe.capacity * target.static_hoist_share
     for group, footprint in candidates:
-        if footprint > budget:
-            continue
-        trial = _traffic(records, target, hoisted | {group})
+        pin = min(footprint, budget)
+        if pin <= 0:
+            break
+        trial = _traffic(records, target, {**hoisted, group: pin})
         if trial < best:
-            best, budget = trial, budget - footprint
-            hoisted.add(group)
+            best, budget = trial, budget - pin
+            hoisted[group] = pin
     return hoisted
 
 
