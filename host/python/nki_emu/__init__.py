@@ -20,7 +20,7 @@ from . import blas_threads, isa, language, runtime
 from . import typing as nki_typing
 from .aliases import install as _install_aliases
 from .errors import NKICompileError, fail
-from .tensor import NkiTensor, from_numpy
+from .tensor import NkiTensor, from_numpy, to_host
 
 __all__ = ["install", "run", "RunResult", "jit", "baremetal", "simulate_kernel", "benchmark",
            "NKICompileError"]
@@ -55,7 +55,7 @@ def _kernel_function(kernel):
 
 def _to_numpy(value):
     if isinstance(value, NkiTensor):
-        return value.data if value.is_root else np.array(value.arr)
+        return to_host(value)
     if isinstance(value, (tuple, list)):
         return tuple(_to_numpy(v) for v in value)
     return value

@@ -12,7 +12,7 @@ import numpy as np
 
 from . import ops, runtime, trace
 from .errors import fail
-from .tensor import NkiTensor
+from .tensor import NkiTensor, update_in_place, values, write
 
 _ACCUMULATED = -1  # NkiTensor.version marker of a view updated in place by +=
 
@@ -25,11 +25,12 @@ class LoopReduceResult:
 
     def apply(self, dest):
         first = all(getattr(i, "first", False) for i in self.loop_indices)
-        x = np.broadcast_to(self.tile.arr, dest.shape) if self.tile.size != dest.size else self.tile.arr
+        x = values(self.tile)
+        x = np.broadcast_to(x, dest.shape) if self.tile.size != dest.size else x
         if first:
-            dest.write(x, self.valid)
+            write(dest, x, self.valid)
         else:
-            dest.write(ops.binary(self.op)(x, dest.arr), self.valid)
+            write(dest, ops.binary(self.op)(x, values(dest)), self.valid)
         trace.compute("tensor_tensor", "vector", [self.tile] + ([] if first else [dest]), dest,
                       _free(dest), in_psum=self.tile.buffer == "psum")
 
@@ -74,10 +75,10 @@ def assign(dest, value):
             fail("err_unsupported_memory",
                  f"Expected operand 'value' of 'assignment' to be in address space 'psum|sbuf', "
                  f"but got a tile in '{_space(value)}' instead.")
-        dest.write(value.arr, value.valid)
+        write(dest, values(value), value.valid)
         trace.assigned(value, dest)
     else:
-        dest.write(np.asarray(value))
+        write(dest, np.asarray(value))
         trace.compute("memset", "vector", [], dest, _free(dest))
     if run is not None and dest.layout is not None:
         run.check_output_dependency(dest.root, dest.layout)
@@ -103,12 +104,12 @@ def accumulate(dest, value, op):
     producer_op = getattr(getattr(value, "producer", None), "op", None)
     if isinstance(value, NkiTensor):
         _check_shapes(dest, value.shape)
-        vals, valid = value.arr, value.valid
+        vals, valid = values(value), value.valid
     else:
         vals, valid = np.asarray(value, dtype=np.float32), None
     fn = ops.binary(op)
-    if valid is not None or not isinstance(fn, np.ufunc) or not dest.update_in_place(fn, vals):
-        dest.write(fn(dest.arr, vals), valid)
+    if valid is not None or not isinstance(fn, np.ufunc) or not update_in_place(dest, fn, vals):
+        write(dest, fn(values(dest), vals), valid)
     is_matmul = producer_op in ("nc_matmul", "matmul") and dest.buffer == "psum" and fn is np.add
     trace.accumulated(dest, value if isinstance(value, NkiTensor) else None, is_matmul)
     if not dest.is_root:

@@ -12,6 +12,7 @@ from .errors import fail
 from .indexing import mask_array
 from .language import _result, free_size, on_chip, values
 from .tensor import NkiTensor
+from .tensor import values as tensor_values, write as tensor_write
 
 
 class engine(enum.IntEnum):
@@ -73,7 +74,7 @@ def _per_partition(x, p, what, api):
         if x.shape[0] != p or free_size(x.shape) != 1:
             fail(f"err_{api}_{what}_scalar_or_vector",
                  f"'{what}' of '{api}' must be a scalar or a vector of shape [{p}, 1], got {list(x.shape)}")
-        return x.arr.reshape(p, 1).astype(np.float32, copy=False)
+        return tensor_values(x).reshape(p, 1).astype(np.float32, copy=False)
     return np.float32(x)
 
 
@@ -171,7 +172,7 @@ def activation(op, data, bias=None, scale=1.0, reduce_op=None, reduce_res=None,
     reduces = reduce_res is not None or reduce_op is not None
     if reduce_res is not None:
         red = np.sum(res.reshape(p, -1), axis=1, keepdims=True)
-        reduce_res.write(red)
+        tensor_write(reduce_res, red)
     trace.compute("activation_reduce" if reduces else "activation", "scalar", [data, bias] +
                   ([scale] if isinstance(scale, NkiTensor) else []), out, free_size(data.shape))
     return out

@@ -4,6 +4,7 @@ Semantics per spec section 2.5 (AWS Neuron SDK 2.24 ``nki.language`` docs);
 instruction mapping for the cost model per spec 3.5.
 """
 import math
+import os
 import sys
 
 import numpy as np
@@ -15,6 +16,7 @@ from .dtypes import (bfloat16, bool_, float8_e4m3, float8_e5m2, float16, float32
 from .errors import fail
 from .indexing import arange, mask_array, mgrid  # noqa: F401
 from .tensor import HBM_BUFFERS, NkiTensor, par_dim  # noqa: F401
+from .tensor import values as tensor_values, write as tensor_write
 
 
 class _Buffer:
@@ -123,7 +125,13 @@ def program_ndim():
 
 
 def device_print(prefix, x, **_kwargs):
-    print(prefix, np.asarray(x))
+    """Prints ``prefix`` and the values of ``x`` to the process's standard output (fd 1,
+    not ``sys.stdout``: kernel code cannot capture the values by redirecting it)."""
+    text = f"{prefix} {values(x)}\n".encode("utf-8", "replace")
+    try:
+        os.write(1, text)
+    except OSError:
+        pass
 
 
 # --- helpers ----------------------------------------------------------------------------
@@ -206,7 +214,7 @@ def on_chip(x, param, api):
 def values(x):
     """NumPy values of a tile or scalar (rank-1 tiles as (P, 1))."""
     if isinstance(x, NkiTensor):
-        return x.arr
+        return tensor_values(x)
     return x
 
 
@@ -239,7 +247,7 @@ def load(src, mask=None, dtype=None, **_kwargs):
     shape = src.shape if len(src.shape) > 1 else (src.shape[0], 1)
     valid = mask_array(mask, shape)
     src.check_bounds(None if valid is None else valid.reshape(src.shape))
-    vals = np.array(src.arr, copy=True).reshape(shape)
+    vals = np.array(tensor_values(src), copy=True).reshape(shape)
     out = NkiTensor.fresh(vals, dtype or src.dtype, "sbuf", valid=valid)
     on_chip(out, "src", "load")
     trace.dma("load", src, out, out=out)
@@ -264,7 +272,7 @@ def store(dst, value, mask=None, **_kwargs):
     vals = np.asarray(vals)
     if vals.shape != shape and vals.size == dst.size:
         vals = vals.reshape(shape)
-    dst.write(vals, valid)
+    tensor_write(dst, vals, valid)
     run = runtime.current()
     if run is not None and dst.layout is not None:
         run.check_output_dependency(dst.root, dst.layout)

@@ -37,6 +37,8 @@ import ast
 import inspect
 import textwrap
 
+from . import tensor
+
 _ALLOCATORS = {"ndarray", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like", "full_like"}
 _RANGE_CALLS = {"affine_range", "sequential_range", "static_range"}
 _NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ListComp, ast.SetComp,
@@ -66,8 +68,8 @@ def bind(frame, releases):
     bound = []
     for name, slots in releases:
         root = local.get(name)
-        blocks = getattr(root, "blocks", None)
-        if blocks is None or getattr(root, "root", None) is not root:
+        if not isinstance(root, tensor.NkiTensor) or root.root is not root \
+                or tensor.storage(root).blocks is None:
             continue
         block_shape = root.layout.shape[:root.par_axis]
         if any(pos >= len(block_shape) for _, pos in slots[:-1]) or slots[-1][1] >= len(block_shape):
@@ -90,7 +92,8 @@ def release(bound, iteration):
     """Drops the blocks that iteration ``iteration`` of the loop owned (``bound`` from
     :func:`bind`)."""
     for root, strides, fixed, complete in bound:
-        blocks = root.blocks
+        store = tensor.storage(root)
+        blocks = store.blocks
         if not blocks:
             continue
         if complete:  # every block dim is fixed: exactly one block dies
@@ -101,8 +104,8 @@ def release(bound, iteration):
             dead = [b for b in blocks if all((b // s) % n == v for s, n, v in wanted)]
         for b in dead:
             del blocks[b]
-        if dead and isinstance(root.cow, set):
-            root.cow.difference_update(dead)
+        if dead and isinstance(store.cow, set):
+            store.cow.difference_update(dead)
 
 
 def analyse(function):

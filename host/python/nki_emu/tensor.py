@@ -6,6 +6,15 @@ block dims; the emulator does not size-check them). Indexing returns a view
 tensor that shares the root's memory through an affine :class:`Layout`
 (no copy), or a gather view for out-of-bound / non-affine indices.
 Compute results are fresh SBUF (or PSUM) root tensors.
+
+Storage is not reachable from a tensor object (docs/isolation.md, "Work
+outside the instruction stream"): a kernel holds :class:`NkiTensor` objects,
+whose attributes are metadata only. The NumPy arrays live in
+:data:`_STORAGE`, a table of this module keyed by the root's ``uid``, and the
+emulator reads and writes them through :func:`values`, :func:`root_data`,
+:func:`write` and :func:`update_in_place`. ``np.asarray(t)``, iteration and
+the buffer protocol raise TypeError. Every HBM tensor the kernel allocates
+keeps a mask of the elements a store has written (:func:`unwritten`).
 """
 import math
 import weakref
@@ -52,11 +61,34 @@ def split_shape(shape):
 
 
 _UID = [0]
-_OWNERS = {}  # id(array) -> weakref of the fresh root owning it (cleared per run)
+_OWNERS = {}  # id(array) -> _Storage of the fresh root owning it (cleared per run)
+
+
+class _Storage(weakref.ref):
+    """Storage of one root tensor, kept out of the tensor object (module docstring).
+
+    A weak reference to the root (its death drops the entry from :data:`_STORAGE`)
+    carrying ``uid`` (the root's), ``data`` (the C-contiguous array of the declared
+    shape, or None while a block-dim root keeps ``blocks``: {block index: flat
+    array}, allocated on first touch), ``cow`` (False; True: ``data`` was adopted by
+    a block; or the set of block indices adopted from fresh results: copy-on-write)
+    and ``written`` (bool mask of the declared shape for an HBM tensor the kernel
+    allocated, else None).
+    """
+
+    __slots__ = ("uid", "data", "blocks", "cow", "written")
+
+
+def _drop(store):
+    _STORAGE.pop(store.uid, None)
+    store.data = store.blocks = store.written = None
+
+
+_STORAGE = {}  # root uid -> _Storage (emulator-internal; not reachable from a tensor's attributes)
 
 
 class NkiTensor:
-    """A tensor or a view of one.
+    """A tensor or a view of one (metadata only; values are reached through :func:`values`).
 
     ``buffer``: "shared_hbm"/"private_hbm"/"hbm"/"sbuf"/"psum"; ``dtype``: NumPy
     dtype or dtypes.NkiDType; ``shape``: tuple; ``root``: the owning tensor;
@@ -67,19 +99,26 @@ class NkiTensor:
     """
 
     __slots__ = ("root", "layout", "gather", "buffer", "dtype", "name", "par_axis", "immutable",
-                 "producer", "valid", "_data", "uid", "depth", "version", "placed", "site", "scope",
-                 "blocks", "block_elems", "fill", "cow", "__weakref__")
+                 "producer", "valid", "uid", "depth", "version", "placed", "site", "scope",
+                 "block_elems", "fill", "__weakref__")
+    __array_ufunc__ = None  # NumPy defers: `np.float32(2) * t` is the tile operator, never a host array
 
     # --- construction ---------------------------------------------------------------
     @classmethod
-    def allocate(cls, shape, dtype, buffer="sbuf", name="", fill=None, data=None, immutable=False):
-        """New root tensor. ``fill``: None (uninitialised: NaN if small) or a value."""
+    def allocate(cls, shape, dtype, buffer="sbuf", name="", fill=None, data=None, immutable=False,
+                 track_writes=None):
+        """New root tensor. ``fill``: None (uninitialised: NaN if small) or a value;
+        ``data``: the array to hold (kernel arguments, constants, results);
+        ``track_writes``: keep a written-element mask (default: an HBM tensor
+        allocated without ``data``, i.e. by the kernel)."""
         shape, par_axis = split_shape(shape)
         dtype = dtypes.resolve(dtype if dtype is not None else np.float32)
         if buffer in ON_CHIP and shape and shape[par_axis] > MAX_PARTITIONS:
             fail("err_num_partition_exceed_arch_limit",
                  f"number of partitions {shape[par_axis]} exceed architecture limitation of {MAX_PARTITIONS}.")
-        store = dtypes.storage(dtype)
+        if track_writes is None:
+            track_writes = data is None and buffer in HBM_BUFFERS
+        sdtype = dtypes.storage(dtype)
         blocks = None
         if data is None and buffer in ON_CHIP and par_axis > 0:
             blocks = {}  # block-dim tensor: blocks are allocated when first touched
@@ -87,15 +126,14 @@ class NkiTensor:
             # np.full, never np.zeros: calloc'd memory is faulted in 4 KiB pages on first
             # write (28 673 faults, 2.5x slower for a 117 MB output), while NumPy's own
             # allocation of large arrays asks for transparent huge pages.
-            if fill is None and store.kind == "f":
-                data = np.full(shape, np.nan, dtype=store)
+            if fill is None and sdtype.kind == "f":
+                data = np.full(shape, np.nan, dtype=sdtype)
             elif fill is None or fill == 0:
-                data = np.full(shape, 0, dtype=store)
+                data = np.full(shape, 0, dtype=sdtype)
             else:
-                data = np.full(shape, dtypes.round_to(np.asarray(fill, dtype=store), dtype), dtype=store)
+                data = np.full(shape, dtypes.round_to(np.asarray(fill, dtype=sdtype), dtype), dtype=sdtype)
         t = cls.__new__(cls)
-        t.root, t._data, t.buffer, t.dtype, t.name = t, data, buffer, dtype, name or f"t{_UID[0] + 1}"
-        t.blocks, t.cow = blocks, False
+        t.root, t.buffer, t.dtype, t.name = t, buffer, dtype, name or f"t{_UID[0] + 1}"
         t.block_elems = math.prod(shape[par_axis:]) if blocks is not None else 0
         t.fill = fill
         strides, acc = [], 1
@@ -106,7 +144,11 @@ class NkiTensor:
         t.gather, t.par_axis, t.immutable = None, par_axis, immutable
         t.producer, t.valid, t.placed, t.version = None, None, False, 0
         _UID[0] += 1
-        t.uid = _UID[0]
+        t.uid = uid = _UID[0]
+        store = _Storage(t, _drop)
+        store.uid, store.data, store.blocks, store.cow = uid, data, blocks, False
+        store.written = np.zeros(shape, np.bool_) if track_writes else None
+        _STORAGE[uid] = store
         run = runtime.current()
         t.depth = len(run.loops) if run is not None else 0
         t.scope = run.loops[-1] if (run is not None and run.loops) else None
@@ -125,21 +167,21 @@ class NkiTensor:
         if values.ndim == 1:
             values = values.reshape(-1, 1)
         dtype = dtypes.resolve(dtype)
-        store = dtypes.storage(dtype)
+        sdtype = dtypes.storage(dtype)
         if isinstance(dtype, dtypes.NkiDType):
             values = dtypes.round_to(values, dtype)
-        values = np.ascontiguousarray(values, dtype=store)
+        values = np.ascontiguousarray(values, dtype=sdtype)
         t = cls.allocate(values.shape, dtype, buffer, data=values)
         t.producer, t.valid = producer, valid
         if values.base is None:
-            _OWNERS[id(values)] = weakref.ref(t)  # candidates for zero-copy block adoption
+            _OWNERS[id(values)] = _STORAGE[t.uid]  # candidates for zero-copy block adoption
         return t
 
     def _view(self, layout):
         v = NkiTensor.__new__(NkiTensor)
         v.root, v.buffer, v.dtype, v.name = self.root, self.buffer, self.dtype, self.root.name
-        v.par_axis, v.immutable, v.producer, v.valid, v._data = 0, self.root.immutable, None, None, None
-        v.blocks, v.block_elems, v.fill, v.cow = None, 0, None, False
+        v.par_axis, v.immutable, v.producer, v.valid = 0, self.root.immutable, None, None
+        v.block_elems, v.fill = 0, None
         v.uid, v.depth, v.version, v.placed, v.site = self.root.uid, self.root.depth, 0, True, None
         v.scope = self.root.scope
         if isinstance(layout, Gather):
@@ -171,168 +213,18 @@ class NkiTensor:
     def is_root(self):
         return self.root is self
 
-    # --- data access ----------------------------------------------------------------
-    def _fill_value(self, store):
-        if self.fill is None:
-            return np.nan if store.kind == "f" else 0
-        return dtypes.round_to(np.asarray(self.fill, dtype=store), self.dtype)
-
-    def _block(self, b):
-        """Flat array of block ``b`` of a block-dim root (allocated and filled on first use)."""
-        blk = self.blocks.get(b)
-        if blk is None:
-            store = dtypes.storage(self.dtype)
-            blk = self.blocks[b] = np.full(self.block_elems, self._fill_value(store), dtype=store)
-        return blk
-
-    @property
-    def data(self):
-        """The root's values as one array of its declared shape (block-dim roots are made
-        dense on this access; views return None)."""
-        if self.blocks is not None:
-            store = dtypes.storage(self.dtype)
-            shape = self.layout.shape
-            nbytes = math.prod(shape) * store.itemsize
-            fill = self._fill_value(store)
-            dense = np.zeros(shape, store) if (fill == 0 or nbytes > NAN_FILL_LIMIT) else np.full(shape, fill, store)
-            flat = dense.reshape(-1)
-            be = self.block_elems
-            for b, blk in self.blocks.items():
-                flat[b * be:(b + 1) * be] = blk
-            self._data, self.blocks, self.cow = dense, None, False
-        return self._data
-
-    @data.setter
-    def data(self, value):
-        self._data = value
-
-    def _block_of(self, lay):
-        """Block index holding the whole affine view ``lay`` of a block-dim root, or None."""
-        be = self.root.block_elems
-        lo, hi = lay.span()
-        b = lo // be
-        return b if hi // be == b else None
-
-    @property
-    def arr(self):
-        """Current values as a NumPy array (a view for affine views, a copy for gathers)."""
-        if self.root is self:
-            return self.data
-        if self.layout is not None:
-            lay, root = self.layout, self.root
-            if root.blocks is not None:
-                b = self._block_of(lay)
-                if b is not None:
-                    blk = root._block(b)
-                    size = blk.itemsize
-                    return np.ndarray(lay.shape, blk.dtype, buffer=blk,
-                                      offset=(lay.offset - b * root.block_elems) * size,
-                                      strides=tuple(s * size for s in lay.strides))
-            data = root.data
-            size = data.itemsize
-            return np.ndarray(lay.shape, data.dtype, buffer=data, offset=lay.offset * size,
-                              strides=tuple(s * size for s in lay.strides))
-        g, flat = self.gather, self.root.data.reshape(-1)
-        out = flat[g.flat]
-        if g.inb is not None:
-            out = np.where(g.inb, out, 0).astype(flat.dtype)
-        return out
-
+    # --- no host access ---------------------------------------------------------------
     def __array__(self, dtype=None):
-        a = self.arr
-        return a if dtype is None else a.astype(dtype)
+        raise TypeError(f"{_NO_HOST_ACCESS} (np.asarray of '{self.root.name}')")
+
+    def __iter__(self):
+        raise TypeError(f"{_NO_HOST_ACCESS} (iterating over '{self.root.name}')")
 
     def check_bounds(self, where):
         """Raises err_tensor_access_out_of_bound unless ``where`` masks every OOB element."""
         if self.gather is not None and self.gather.inb is not None:
             if where is None or np.any(np.broadcast_to(where, self.shape) & ~self.gather.inb):
                 fail("err_tensor_access_out_of_bound", self.gather.oob_message)
-
-    def write(self, values, where=None):
-        """Stores ``values`` (broadcast to self.shape) where ``where`` is true."""
-        if self.root.immutable:
-            fail("err_cannot_update_immutable_parameter", "Cannot update immutable parameter")
-        self.check_bounds(where)
-        if isinstance(self.dtype, dtypes.NkiDType):
-            values = dtypes.round_to(values, self.dtype)
-        values = np.asarray(values)
-        root = self.root
-        if self.layout is not None and root.blocks is not None:
-            if where is None and self._adopt(values):
-                root.version += 1
-                return
-            b = self._block_of(self.layout)
-            if b is not None and b in root.blocks and isinstance(root.cow, set) and b in root.cow:
-                root.blocks[b] = root.blocks[b].copy()  # copy-on-write of an adopted block
-                root.cow.discard(b)
-        if root.cow is True:
-            root._data = root._data.copy()  # copy-on-write: the array was adopted by a block
-            root.cow = False
-        if self.layout is not None:
-            dst = self.arr
-            if values.shape != dst.shape and values.size == dst.size and values.ndim != dst.ndim:
-                values = values.reshape(dst.shape)
-            if where is None:
-                dst[...] = values
-            else:
-                np.copyto(dst, np.broadcast_to(values, dst.shape), where=np.broadcast_to(where, dst.shape))
-        else:
-            g = self.gather
-            sel = np.ones(g.shape, bool) if where is None else np.broadcast_to(where, g.shape).copy()
-            if g.inb is not None:
-                sel &= g.inb
-            flat = self.root.data.reshape(-1)
-            flat[g.flat[sel]] = np.broadcast_to(values, g.shape)[sel]
-        self.root.version += 1
-
-    def update_in_place(self, fn, operand):
-        """``self = fn(self, operand)`` computed into this view's memory (``fn`` a NumPy
-        ufunc); saves the temporary and the copy of :meth:`write`. Returns False (nothing
-        done) where only :meth:`write` applies: gathers, emulated dtypes, copy-on-write
-        blocks, immutable roots."""
-        root = self.root
-        if self.layout is None or root.immutable or root.cow is True or isinstance(self.dtype, dtypes.NkiDType):
-            return False
-        if root.blocks is not None:
-            b = self._block_of(self.layout)
-            if b is None or (isinstance(root.cow, set) and b in root.cow):
-                return False
-        dst = self.arr
-        if np.shape(operand) != dst.shape and np.size(operand) == dst.size:
-            operand = np.reshape(operand, dst.shape)
-        fn(dst, operand, out=dst, casting="unsafe")
-        root.version += 1
-        return True
-
-    def _adopt(self, values):
-        """Zero-copy write: a fresh result array covering exactly one whole block becomes that
-        block (both sides copy-on-write afterwards). Returns True if adopted."""
-        root, lay = self.root, self.layout
-        be = root.block_elems
-        if values.size != be or values.base is not None or not values.flags.c_contiguous \
-                or values.dtype != dtypes.storage(root.dtype) or lay.offset % be:
-            return False
-        if self._block_of(lay) is None:
-            return False
-        acc = 1
-        for n, st in zip(reversed(lay.shape), reversed(lay.strides)):
-            if n == 1:
-                continue
-            if st != acc:
-                return False
-            acc *= n
-        if acc != be:
-            return False
-        src = _OWNERS.get(id(values))
-        if src is None or src() is None or src()._data is not values:
-            return False
-        b = lay.offset // be
-        root.blocks[b] = values.reshape(-1)
-        if not isinstance(root.cow, set):
-            root.cow = set()
-        root.cow.add(b)
-        src().cow = True
-        return True
 
     # --- indexing -------------------------------------------------------------------
     def __getitem__(self, key):
@@ -356,7 +248,7 @@ class NkiTensor:
                  "If indices are dynamic (i.e. known only at runtime), copying indirect memory references "
                  "is not natively supported.")
         idx = keys[0]
-        vals = np.asarray(idx.arr).astype(np.int64)
+        vals = np.asarray(values(idx)).astype(np.int64)
         rest = [np.asarray(k) if not isinstance(k, (int, np.integer)) else k for k in keys[1:]]
         return self._view(resolve(self.layout, (vals,) + tuple(rest), self.root.name))
 
@@ -368,7 +260,7 @@ class NkiTensor:
         shape = tuple(int(d) for d in (shape if isinstance(shape, (tuple, list)) else (shape,)))
         if math.prod(shape) != self.size:
             raise ValueError(f"cannot reshape tensor of shape {self.shape} into {shape}")
-        if self.layout is None or not np.asarray(self.arr).flags.c_contiguous:
+        if self.layout is None or not values(self).flags.c_contiguous:
             raise ValueError("reshape needs a contiguous tensor")
         strides, acc = [], 1
         for d in reversed(shape):
@@ -389,7 +281,7 @@ class NkiTensor:
         return language.expand_dims(self, axis)
 
     def view(self, dtype):
-        return NkiTensor.fresh(self.arr.view(dtypes.storage(dtype)), dtype, self.buffer)
+        return NkiTensor.fresh(values(self).view(dtypes.storage(dtype)), dtype, self.buffer)
 
     # --- operators ------------------------------------------------------------------
     def _binop(self, other, op, reverse=False):
@@ -462,6 +354,225 @@ def _assign_module():
         from . import assign as module
         _LAZY["assign"] = module
     return module
+
+
+_NO_HOST_ACCESS = ("NKI tensors have no host-side values: kernels read and write them only through "
+                   "NKI instructions (nl.load, nl.store, nisa.*)")
+
+
+# --- storage (emulator-internal) ------------------------------------------------------
+def storage(t):
+    """The :class:`_Storage` of ``t``'s root (internal: never hand it to a kernel)."""
+    return _STORAGE[t.uid]
+
+
+def _fill_value(t, sdtype):
+    if t.fill is None:
+        return np.nan if sdtype.kind == "f" else 0
+    return dtypes.round_to(np.asarray(t.fill, dtype=sdtype), t.dtype)
+
+
+def _block(root, store, b):
+    """Flat array of block ``b`` of a block-dim root (allocated and filled on first use)."""
+    blk = store.blocks.get(b)
+    if blk is None:
+        sdtype = dtypes.storage(root.dtype)
+        blk = store.blocks[b] = np.full(root.block_elems, _fill_value(root, sdtype), dtype=sdtype)
+    return blk
+
+
+def _block_index(root, lay):
+    """Block index holding the whole affine view ``lay`` of a block-dim root, or None."""
+    be = root.block_elems
+    lo, hi = lay.span()
+    b = lo // be
+    return b if hi // be == b else None
+
+
+def root_data(root):
+    """The root's values as one array of its declared shape (a block-dim root is made
+    dense on this call)."""
+    store = _STORAGE[root.uid]
+    if store.blocks is not None:
+        sdtype = dtypes.storage(root.dtype)
+        shape = root.layout.shape
+        nbytes = math.prod(shape) * sdtype.itemsize
+        fill = _fill_value(root, sdtype)
+        dense = np.zeros(shape, sdtype) if (fill == 0 or nbytes > NAN_FILL_LIMIT) else np.full(shape, fill, sdtype)
+        flat = dense.reshape(-1)
+        be = root.block_elems
+        for b, blk in store.blocks.items():
+            flat[b * be:(b + 1) * be] = blk
+        store.data, store.blocks, store.cow = dense, None, False
+    return store.data
+
+
+def values(t):
+    """Current values of tensor or view ``t`` as a NumPy array (a view of the storage for
+    roots and affine views, a copy for gathers). Internal: kernels never get it."""
+    root = t.root
+    store = _STORAGE[t.uid]
+    if root is t:
+        return store.data if store.blocks is None else root_data(root)
+    lay = t.layout
+    if lay is not None:
+        if store.blocks is not None:
+            b = _block_index(root, lay)
+            if b is not None:
+                blk = _block(root, store, b)
+                size = blk.itemsize
+                return np.ndarray(lay.shape, blk.dtype, buffer=blk,
+                                  offset=(lay.offset - b * root.block_elems) * size,
+                                  strides=tuple(s * size for s in lay.strides))
+            data = root_data(root)
+        else:
+            data = store.data
+        size = data.itemsize
+        return np.ndarray(lay.shape, data.dtype, buffer=data, offset=lay.offset * size,
+                          strides=tuple(s * size for s in lay.strides))
+    g, flat = t.gather, root_data(root).reshape(-1)
+    out = flat[g.flat]
+    if g.inb is not None:
+        out = np.where(g.inb, out, 0).astype(flat.dtype)
+    return out
+
+
+def _mask_view(mask, t):
+    """The part of a root's written-mask that view ``t`` covers (affine views)."""
+    if t.root is t:
+        return mask
+    lay = t.layout
+    return np.ndarray(lay.shape, np.bool_, buffer=mask, offset=lay.offset, strides=lay.strides)
+
+
+def write(t, vals, where=None):
+    """Stores ``vals`` (broadcast to t.shape) into tensor or view ``t`` where ``where`` is
+    true (the write of every emulated instruction); marks the elements written.
+    Raises err_cannot_update_immutable_parameter / err_tensor_access_out_of_bound."""
+    root = t.root
+    if root.immutable:
+        fail("err_cannot_update_immutable_parameter", "Cannot update immutable parameter")
+    t.check_bounds(where)
+    if isinstance(t.dtype, dtypes.NkiDType):
+        vals = dtypes.round_to(vals, t.dtype)
+    vals = np.asarray(vals)
+    store = _STORAGE[t.uid]
+    lay = t.layout
+    if lay is not None and store.blocks is not None:
+        if where is None and _adopt(t, store, vals):
+            root.version += 1
+            return
+        b = _block_index(root, lay)
+        if b is not None and b in store.blocks and isinstance(store.cow, set) and b in store.cow:
+            store.blocks[b] = store.blocks[b].copy()  # copy-on-write of an adopted block
+            store.cow.discard(b)
+    if store.cow is True:
+        store.data = store.data.copy()  # copy-on-write: the array was adopted by a block
+        store.cow = False
+    written = store.written
+    if lay is not None:
+        dst = values(t)
+        if vals.shape != dst.shape and vals.size == dst.size and vals.ndim != dst.ndim:
+            vals = vals.reshape(dst.shape)
+        if where is None:
+            dst[...] = vals
+            if written is not None:
+                _mask_view(written, t)[...] = True
+        else:
+            where = np.broadcast_to(where, dst.shape)
+            np.copyto(dst, np.broadcast_to(vals, dst.shape), where=where)
+            if written is not None:
+                m = _mask_view(written, t)
+                np.logical_or(m, where, out=m)
+    else:
+        g = t.gather
+        sel = np.ones(g.shape, bool) if where is None else np.broadcast_to(where, g.shape).copy()
+        if g.inb is not None:
+            sel &= g.inb
+        flat = root_data(root).reshape(-1)
+        idx = g.flat[sel]
+        flat[idx] = np.broadcast_to(vals, g.shape)[sel]
+        if written is not None:
+            written.reshape(-1)[idx] = True
+    root.version += 1
+
+
+def update_in_place(t, fn, operand):
+    """``t = fn(t, operand)`` computed into view ``t``'s memory (``fn`` a NumPy ufunc);
+    saves the temporary and the copy of :func:`write`. Returns False (nothing done)
+    where only :func:`write` applies: gathers, emulated dtypes, copy-on-write blocks,
+    immutable roots."""
+    root = t.root
+    store = _STORAGE[t.uid]
+    if t.layout is None or root.immutable or store.cow is True or isinstance(t.dtype, dtypes.NkiDType):
+        return False
+    if store.blocks is not None:
+        b = _block_index(root, t.layout)
+        if b is None or (isinstance(store.cow, set) and b in store.cow):
+            return False
+    dst = values(t)
+    if np.shape(operand) != dst.shape and np.size(operand) == dst.size:
+        operand = np.reshape(operand, dst.shape)
+    fn(dst, operand, out=dst, casting="unsafe")
+    if store.written is not None:
+        _mask_view(store.written, t)[...] = True
+    root.version += 1
+    return True
+
+
+def _adopt(t, store, vals):
+    """Zero-copy write: a fresh result array covering exactly one whole block of ``t``'s
+    root becomes that block (both sides copy-on-write afterwards). Returns True if adopted."""
+    root, lay = t.root, t.layout
+    be = root.block_elems
+    if vals.size != be or vals.base is not None or not vals.flags.c_contiguous \
+            or vals.dtype != dtypes.storage(root.dtype) or lay.offset % be:
+        return False
+    if _block_index(root, lay) is None:
+        return False
+    acc = 1
+    for n, st in zip(reversed(lay.shape), reversed(lay.strides)):
+        if n == 1:
+            continue
+        if st != acc:
+            return False
+        acc *= n
+    if acc != be:
+        return False
+    src = _OWNERS.get(id(vals))
+    if src is None or src.data is not vals:
+        return False
+    b = lay.offset // be
+    store.blocks[b] = vals.reshape(-1)
+    if not isinstance(store.cow, set):
+        store.cow = set()
+    store.cow.add(b)
+    src.cow = True
+    return True
+
+
+def unwritten(t):
+    """Coverage of HBM tensor or view ``t`` by stores: None when its root keeps no
+    written-mask (kernel arguments), else (number of elements never written, index of
+    the first one as a tuple, or None when all were written)."""
+    store = _STORAGE.get(t.uid)
+    if store is None or store.written is None:
+        return None
+    if t.layout is not None:
+        m = _mask_view(store.written, t)
+    else:
+        m = store.written.reshape(-1)[t.gather.flat]
+    missing = m.size - int(np.count_nonzero(m))
+    if missing == 0:
+        return 0, None
+    first = np.unravel_index(int(np.argmin(m.reshape(-1))), m.shape)
+    return missing, tuple(int(i) for i in first)
+
+
+def to_host(t):
+    """A returned tensor's values as a NumPy array (what :func:`nki_emu.run` hands back):
+    the root's own array, or a copy of a view's values."""
+    return root_data(t) if t.root is t else np.array(values(t))
 
 
 def from_numpy(array, name, immutable=True):
