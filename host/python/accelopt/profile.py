@@ -72,7 +72,7 @@ def _run_seed(backend, kernel, kernel_path, reference, seed, rel_tol, result, pr
     try:
         raw = backend.run(kernel, nki_inputs, profiled=profiled)
     except _CAUGHT as exc:
-        kind = R.COMPILE_ERROR if backend.is_compile_error(exc) else R.RUNTIME_ERROR
+        kind = backend.error_kind(exc) or R.RUNTIME_ERROR
         raise _located(kind, exc, kernel_path) from exc
     result["compiled"] = True
     outs = compare.as_tuple(raw)

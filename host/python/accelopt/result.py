@@ -14,9 +14,12 @@ WRONG_RESULT = "wrong_result"
 PRECISION_DOWNGRADE = "precision_downgrade"
 REFERENCE_ERROR = "reference_error"
 TIMING_ERROR = "timing_error"
+# An output element no store/DMA wrote, or an output that is not an HBM tensor: work
+# done outside the instruction stream (nki_emu.coverage, docs/isolation.md).
+UNWRITTEN_OUTPUT = "unwritten_output"
 
 ERROR_KINDS = (COMPILE_ERROR, RUNTIME_ERROR, SHAPE_MISMATCH, NAN_INF, WRONG_RESULT,
-               PRECISION_DOWNGRADE, REFERENCE_ERROR, TIMING_ERROR)
+               PRECISION_DOWNGRADE, REFERENCE_ERROR, TIMING_ERROR, UNWRITTEN_OUTPUT)
 
 
 class HarnessError(Exception):

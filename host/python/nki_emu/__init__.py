@@ -16,14 +16,14 @@ import types
 
 import numpy as np
 
-from . import blas_threads, isa, language, runtime
+from . import blas_threads, coverage, isa, language, runtime
 from . import typing as nki_typing
 from .aliases import install as _install_aliases
-from .errors import NKICompileError, fail
+from .errors import NKICompileError, UnwrittenOutputError, fail
 from .tensor import NkiTensor, from_numpy, to_host
 
 __all__ = ["install", "run", "RunResult", "jit", "baremetal", "simulate_kernel", "benchmark",
-           "NKICompileError"]
+           "NKICompileError", "UnwrittenOutputError"]
 
 TARGETS = ("trn1", "trn2")
 
@@ -96,6 +96,7 @@ def _execute(kernel, args, kwargs, target, tracer, compute=True):
     try:
         with np.errstate(all="ignore"), blas_threads.single_threaded():
             result = fn(*_bind_args(fn, list(args)), **kwargs)
+        coverage.check_outputs(result)
     finally:
         runtime.pop()
         _tensor._OWNERS.clear()
@@ -112,8 +113,9 @@ def run(kernel, args, *, target="trn1", trace=True, compute=True, keep_trace=Fal
     kernel's results; validation still runs); ``keep_trace``: also return the
     instruction records (``result.trace = (records, counters)``) so that
     ``nki_emu.cost.tracer.replay`` can re-estimate them for other targets/knobs.
-    Returns RunResult. Raises NKICompileError for kernels neuronxcc refuses;
-    other exceptions propagate.
+    Returns RunResult. Raises NKICompileError for kernels neuronxcc refuses,
+    UnwrittenOutputError when a returned output is not an HBM tensor every element
+    of which a store wrote (nki_emu.coverage); other exceptions propagate.
     """
     tracer = None
     if trace:

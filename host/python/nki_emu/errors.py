@@ -48,6 +48,25 @@ def _user_frame():
     return "<unknown>", 0
 
 
+class UnwrittenOutputError(Exception):
+    """A kernel returned an output that its instructions did not produce: an HBM tensor
+    with elements no store/DMA wrote, or a value that is not an HBM tensor (an SBUF
+    tile, a NumPy array). Real neuronxcc runs only the instruction stream, so such an
+    output would hold garbage (docs/isolation.md, ``unwritten_output``).
+
+    Attributes: ``kind`` ("unwritten_output"), ``output`` (index among the returned
+    values), ``missing`` (elements never written, or None when the value is not an
+    HBM tensor), ``total`` (elements of the output, or None), ``first`` (index tuple
+    of the first unwritten element, or None).
+    """
+
+    kind = "unwritten_output"
+
+    def __init__(self, message, output, missing=None, total=None, first=None):
+        super().__init__(message)
+        self.output, self.missing, self.total, self.first = output, missing, total, first
+
+
 def fail(code, message):
     """Raises NKICompileError(code, message) located at the kernel's source line."""
     filename, lineno = _user_frame()

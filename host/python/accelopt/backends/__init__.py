@@ -1,7 +1,8 @@
 """Where kernels run: the NKI emulator or Neuron hardware, behind one interface.
 
 A backend compiles and runs a kernel on NumPy inputs (``run``), says whether
-an exception is a compile error (``is_compile_error``), and measures latency
+an exception is a compile error (``is_compile_error``) or which error kind it
+is (``error_kind``), and measures latency
 and profile metrics of the last run's inputs (``measure``).
 """
 import importlib.machinery
@@ -52,6 +53,13 @@ class Backend:
     def is_compile_error(self, exc):
         """True if ``exc`` (raised by ``run``) is a compilation/validation error."""
         raise NotImplementedError
+
+    def error_kind(self, exc):
+        """The result error kind of ``exc`` raised by ``run`` when the backend knows it
+        ("compile_error", "unwritten_output"), else None (the caller's default)."""
+        if self.is_compile_error(exc):
+            return "compile_error"
+        return None
 
     def measure(self, kernel, args):
         """Returns (latency_ms: float, metrics: dict) for ``kernel`` on ``args``.

@@ -44,7 +44,7 @@ class EmulatorBackend(Backend):
         try:
             outcome = self._emu.run(kernel, list(args), target=self.target, trace=True)
         except Exception as exc:  # noqa: BLE001 - decide below whose fault it is
-            if self.is_compile_error(exc):
+            if self.error_kind(exc) is not None:
                 raise
             # If the kernel runs without cost tracing, the cost model failed,
             # not the kernel: keep the outputs, report it from measure().
@@ -59,6 +59,18 @@ class EmulatorBackend(Backend):
         errors = getattr(self._emu, "errors", None)
         cls = getattr(errors, "NKICompileError", None)
         return cls is not None and isinstance(exc, cls)
+
+    def error_kind(self, exc):
+        """"compile_error" for NKICompileError, "unwritten_output" for
+        ``nki_emu.errors.UnwrittenOutputError`` (an output that no store/DMA produced
+        in full), else None."""
+        if self.is_compile_error(exc):
+            return "compile_error"
+        errors = getattr(self._emu, "errors", None)
+        cls = getattr(errors, "UnwrittenOutputError", None)
+        if cls is not None and isinstance(exc, cls):
+            return "unwritten_output"
+        return None
 
     def measure(self, kernel, args):
         """Returns the cost-model latency (ms) and profile metrics of the run on ``args``.

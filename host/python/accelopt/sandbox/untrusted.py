@@ -39,7 +39,8 @@ def classify(exc, kernel_path, default_kind, backend=None):
 
     MemoryError -> out_of_memory; an OSError with EPERM/EACCES (what seccomp
     and Landlock answer) -> sandbox_violation; SystemExit -> crash;
-    NKICompileError -> compile_error; anything else -> ``default_kind``. The
+    NKICompileError -> compile_error; the backend's own kinds
+    (``Backend.error_kind``: unwritten_output); anything else -> ``default_kind``. The
     message is led by the kernel's file:line where known.
     """
     if isinstance(exc, MemoryError):
@@ -48,8 +49,8 @@ def classify(exc, kernel_path, default_kind, backend=None):
         kind = SANDBOX_VIOLATION
     elif isinstance(exc, SystemExit):
         kind = CRASH
-    elif backend is not None and backend.is_compile_error(exc):
-        kind = R.COMPILE_ERROR
+    elif backend is not None and backend.error_kind(exc):
+        kind = backend.error_kind(exc)
     else:
         kind = default_kind
     where = loading.kernel_location(exc, kernel_path)
