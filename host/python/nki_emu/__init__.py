@@ -16,7 +16,7 @@ import types
 
 import numpy as np
 
-from . import blas_threads, coverage, isa, language, runtime
+from . import blas_threads, coverage, isa, language, namespaces, runtime
 from . import typing as nki_typing
 from .aliases import install as _install_aliases
 from .errors import NKICompileError, UnwrittenOutputError, fail
@@ -210,6 +210,7 @@ nki_module = types.ModuleType("neuronxcc.nki")
 nki_module.__doc__ = "NKI emulator (nki_emu) standing in for neuronxcc.nki."
 nki_module.__path__ = []
 for _name, _value in {"jit": jit, "trace": jit, "baremetal": baremetal, "simulate_kernel": simulate_kernel,
-                      "benchmark": benchmark, "profile": profile, "language": language, "isa": isa,
-                      "typing": nki_typing, "tensor": NkiTensor, "NKICompileError": NKICompileError}.items():
+                      "benchmark": benchmark, "profile": profile, "language": namespaces.LANGUAGE,
+                      "isa": namespaces.ISA, "typing": namespaces.TYPING, "tensor": NkiTensor,
+                      "NKICompileError": NKICompileError}.items():
     setattr(nki_module, _name, _value)

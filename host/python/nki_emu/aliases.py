@@ -2,7 +2,8 @@
 
 ``neuronxcc``, ``neuronxcc.nki`` (+ ``.language``, ``.isa``, ``.typing``) and
 ``nki`` (+ ``.language``, ``.isa``, ``.typing``) all map to the one
-implementation in this package, so ``from neuronxcc.nki import trace`` and
+implementation in this package (the submodules as the API-only namespaces of
+``nki_emu.namespaces``), so ``from neuronxcc.nki import trace`` and
 ``from neuronxcc.nki.language import par_dim`` resolve, also when repeated
 inside kernel bodies.
 """
@@ -13,7 +14,7 @@ import types
 def install():
     """Idempotently places the alias modules into ``sys.modules``."""
     import nki_emu
-    from . import isa, language, typing as nki_typing
+    from .namespaces import ISA, LANGUAGE, TYPING
 
     if getattr(sys.modules.get("neuronxcc"), "__nki_emu__", False):
         return
@@ -24,6 +25,6 @@ def install():
     sys.modules["neuronxcc"] = root
     for prefix in ("neuronxcc.nki", "nki"):
         sys.modules[prefix] = nki_emu.nki_module
-        sys.modules[prefix + ".language"] = language
-        sys.modules[prefix + ".isa"] = isa
-        sys.modules[prefix + ".typing"] = nki_typing
+        sys.modules[prefix + ".language"] = LANGUAGE
+        sys.modules[prefix + ".isa"] = ISA
+        sys.modules[prefix + ".typing"] = TYPING

@@ -1,0 +1,45 @@
+"""The module namespaces a kernel imports: ``neuronxcc.nki.language``, ``.isa``, ``.typing``.
+
+The implementation modules (``nki_emu.language`` ...) hold NumPy, ``sys``,
+``os``, the emulator's internal modules and private helpers in their
+globals. A kernel gets a separate module object per namespace that holds
+only the NKI API: every public name of the implementation module except
+modules and the helpers listed in :data:`INTERNAL` (``dir(nl)`` shows no
+``np``, ``sys``, ``runtime`` or ``values``). The functions are the same
+objects, so behaviour and the worker's integrity snapshot (rule R5) are
+unchanged.
+"""
+import types
+
+from . import isa, language
+from . import typing as nki_typing
+
+# Public-looking names of the implementation modules that are emulator internals.
+INTERNAL = {
+    "language": frozenset({"HBM_BUFFERS", "LoopReduceResult", "NkiTensor", "PSUM_BANK_BYTES", "check_psum_tile",
+                           "check_scope", "check_start_partition", "elementwise", "fail", "free_size",
+                           "mask_array", "on_chip", "tensor_values", "tensor_write", "values"}),
+    "isa": frozenset({"NkiTensor", "fail", "free_size", "mask_array", "on_chip", "tensor_values",
+                      "tensor_write", "values"}),
+    "typing": frozenset(),
+}
+
+
+def public_names(module, internal):
+    """Names of ``module`` a kernel may see: not private, not a module, not in ``internal``."""
+    return sorted(name for name, value in vars(module).items()
+                  if not name.startswith("_") and not isinstance(value, types.ModuleType) and name not in internal)
+
+
+def build(name, module, internal):
+    """A new module object called ``name`` holding ``module``'s public names (see
+    :func:`public_names`) and its docstring."""
+    facade = types.ModuleType(name, module.__doc__)
+    for attr in public_names(module, internal):
+        setattr(facade, attr, getattr(module, attr))
+    return facade
+
+
+LANGUAGE = build("neuronxcc.nki.language", language, INTERNAL["language"])
+ISA = build("neuronxcc.nki.isa", isa, INTERNAL["isa"])
+TYPING = build("neuronxcc.nki.typing", nki_typing, INTERNAL["typing"])
