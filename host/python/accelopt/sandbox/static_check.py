@@ -10,8 +10,10 @@ The scan walks the AST before any of the kernel runs and reports:
   (:data:`FORBIDDEN_NAMES`), touching dunder attributes (``__globals__``,
   ``__class__``, ``__dict__`` ...) or private ones (``np._x``), names that
   reach interpreter or emulator state (:data:`FORBIDDEN_ATTRIBUTES`: frames,
-  ``sys.modules``, NumPy file I/O, the cost model), and storing into an
-  imported module (``np.allclose = ...``, ``nl.x[...] = ...``).
+  ``sys.modules``, NumPy file I/O, the cost model, host-side tensor values
+  such as ``.data``/``.tolist()``), ``getattr``/``hasattr`` other than called
+  directly with a constant public name (``g = getattr`` is an alias), and
+  storing into an imported module (``np.allclose = ...``, ``nl.x[...] = ...``).
 
 The scan is a filter, not a proof: the worker's runtime limits (seccomp,
 Landlock, rlimits, integrity check) contain what slips through.
@@ -57,7 +59,15 @@ FORBIDDEN_ATTRIBUTES = frozenset({
     # the emulator's runtime and cost model
     "runtime", "cost", "tracer", "Tracer", "scheduler", "formulas", "residency", "last_profile",
     "benchmark_result",
+    # host-side values of tensors (work outside the instruction stream; the emulator's
+    # tensors expose none of these, so only a hostile kernel names them)
+    "data", "arr", "tolist", "tobytes",
+    # attribute access by computed name
+    "attrgetter", "methodcaller",
 })
+
+# Builtins that take an attribute name: called directly with a constant name only (S2).
+_ATTRIBUTE_BUILTINS = frozenset({"getattr", "hasattr"})
 
 # `nl.load` is the NKI load instruction: allowed on NKI modules only.
 _NKI_ROOTS = ("neuronxcc", "nki")
@@ -117,6 +127,8 @@ class _Scanner(ast.NodeVisitor):
     def visit_Name(self, node):
         if node.id in FORBIDDEN_NAMES:
             self._add(FORBIDDEN_ACCESS, node, f"use of '{node.id}' is not allowed in a kernel")
+        elif node.id in _ATTRIBUTE_BUILTINS:  # reached only when not called directly: an alias
+            self._add(FORBIDDEN_ACCESS, node, f"'{node.id}' may only be called directly (no aliases)")
         self.generic_visit(node)
 
     def _attribute_root(self, node):
@@ -139,13 +151,16 @@ class _Scanner(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Call(self, node):
-        # getattr(x, "name"): only with a constant, ordinary attribute name.
-        if isinstance(node.func, ast.Name) and node.func.id == "getattr":
+        # getattr(x, "name") / hasattr(...): only with a constant, ordinary attribute name.
+        if isinstance(node.func, ast.Name) and node.func.id in _ATTRIBUTE_BUILTINS:
             name = node.args[1] if len(node.args) > 1 else None
             if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
-                self._add(FORBIDDEN_ACCESS, node, "getattr() with a computed attribute name is not allowed")
+                self._add(FORBIDDEN_ACCESS, node, f"{node.func.id}() with a computed attribute name is not allowed")
             elif name.value.startswith("_") or name.value in FORBIDDEN_ATTRIBUTES:
-                self._add(FORBIDDEN_ACCESS, node, f"getattr(..., {name.value!r}) is not allowed in a kernel")
+                self._add(FORBIDDEN_ACCESS, node, f"{node.func.id}(..., {name.value!r}) is not allowed in a kernel")
+            for child in list(node.args) + list(node.keywords):
+                self.visit(child)
+            return
         self.generic_visit(node)
 
     def _check_store(self, target):
