@@ -12,6 +12,7 @@ out-of-bound or non-affine index gives a :class:`Gather` (flat element indices
 plus an in-bound mask) instead. Errors are the neuronxcc codes of spec 4.14.
 """
 import operator
+import weakref
 
 import numpy as np
 
@@ -375,14 +376,53 @@ class Layout:
 
 
 class Gather:
-    """Non-view access: ``flat`` root element indices (grid shape), ``inb`` in-bound mask or None,
-    ``signature``: a hashable value equal for equal accesses (the cost model's load key)."""
+    """Non-view access over an index grid of ``shape``.
 
-    __slots__ = ("flat", "inb", "shape", "oob_message", "signature")
+    Its root element indices come from tensor values for an indirect access
+    (``t[idx_tile[...], ...]``), so they are kept outside the object, in
+    :data:`_GATHERS`, where a kernel holding the view cannot read them:
+    :func:`gather_flat` (root element indices, grid shape), :func:`gather_inb`
+    (in-bound mask or None), :func:`gather_oob_message` and
+    :func:`gather_signature` (a hashable value equal for equal accesses: the cost
+    model's load key).
+    """
+
+    __slots__ = ("shape", "__weakref__")
 
     def __init__(self, flat, inb, oob_message, signature=None):
-        self.flat, self.inb, self.shape, self.oob_message = flat, inb, flat.shape, oob_message
-        self.signature = signature
+        self.shape = flat.shape
+        _GATHERS[self] = [flat, inb, oob_message, signature]
+
+
+_GATHERS = weakref.WeakKeyDictionary()  # Gather -> [flat, inb, oob message, signature] (internal)
+
+
+def gather_flat(g):
+    """Root element indices of Gather ``g`` (int64 array of the grid's shape)."""
+    return _GATHERS[g][0]
+
+
+def gather_inb(g):
+    """In-bound mask of Gather ``g`` (bool array), or None when every index is in bound."""
+    return _GATHERS[g][1]
+
+
+def gather_oob_message(g):
+    """The err_tensor_access_out_of_bound message of Gather ``g`` (None when in bound)."""
+    return _GATHERS[g][2]
+
+
+def gather_signature(g):
+    """Hashable description of Gather ``g``'s access (equal accesses, equal value)."""
+    return _GATHERS[g][3]
+
+
+def hide_indices(g, message):
+    """Replaces the out-of-bound message of an indirect access with ``message``: one
+    without index values, which are data (a kernel could read them from the error)."""
+    entry = _GATHERS[g]
+    if entry[2] is not None:
+        entry[2] = message
 
 
 def _oob_message(name, dim, lo, hi, size):

@@ -23,7 +23,7 @@ import numpy as np
 
 from . import dtypes, runtime
 from .errors import _user_frame, fail
-from .indexing import Gather, Layout, resolve
+from .indexing import Gather, Layout, gather_flat, gather_inb, gather_oob_message, hide_indices, resolve
 
 HBM_BUFFERS = ("shared_hbm", "private_hbm", "hbm")
 ON_CHIP = ("sbuf", "psum")
@@ -222,9 +222,10 @@ class NkiTensor:
 
     def check_bounds(self, where):
         """Raises err_tensor_access_out_of_bound unless ``where`` masks every OOB element."""
-        if self.gather is not None and self.gather.inb is not None:
-            if where is None or np.any(np.broadcast_to(where, self.shape) & ~self.gather.inb):
-                fail("err_tensor_access_out_of_bound", self.gather.oob_message)
+        inb = gather_inb(self.gather) if self.gather is not None else None
+        if inb is not None:
+            if where is None or np.any(np.broadcast_to(where, self.shape) & ~inb):
+                fail("err_tensor_access_out_of_bound", gather_oob_message(self.gather))
 
     # --- indexing -------------------------------------------------------------------
     def __getitem__(self, key):
@@ -250,7 +251,11 @@ class NkiTensor:
         idx = keys[0]
         vals = np.asarray(values(idx)).astype(np.int64)
         rest = [np.asarray(k) if not isinstance(k, (int, np.integer)) else k for k in keys[1:]]
-        return self._view(resolve(self.layout, (vals,) + tuple(rest), self.root.name))
+        view = self._view(resolve(self.layout, (vals,) + tuple(rest), self.root.name))
+        if view.gather is not None:
+            hide_indices(view.gather, f"Out-of-bound indirect access for tensor `{self.root.name}`: an index "
+                                      f"on dimension 0 exceeds dimension size of {self.shape[0]}")
+        return view
 
     def __setitem__(self, key, value):
         _assign_module().assign(self[key], value)
@@ -431,9 +436,10 @@ def values(t):
         return np.ndarray(lay.shape, data.dtype, buffer=data, offset=lay.offset * size,
                           strides=tuple(s * size for s in lay.strides))
     g, flat = t.gather, root_data(root).reshape(-1)
-    out = flat[g.flat]
-    if g.inb is not None:
-        out = np.where(g.inb, out, 0).astype(flat.dtype)
+    out = flat[gather_flat(g)]
+    inb = gather_inb(g)
+    if inb is not None:
+        out = np.where(inb, out, 0).astype(flat.dtype)
     return out
 
 
@@ -487,10 +493,11 @@ def write(t, vals, where=None):
     else:
         g = t.gather
         sel = np.ones(g.shape, bool) if where is None else np.broadcast_to(where, g.shape).copy()
-        if g.inb is not None:
-            sel &= g.inb
+        inb = gather_inb(g)
+        if inb is not None:
+            sel &= inb
         flat = root_data(root).reshape(-1)
-        idx = g.flat[sel]
+        idx = gather_flat(g)[sel]
         flat[idx] = np.broadcast_to(vals, g.shape)[sel]
         if written is not None:
             written.reshape(-1)[idx] = True
@@ -561,7 +568,7 @@ def unwritten(t):
     if t.layout is not None:
         m = _mask_view(store.written, t)
     else:
-        m = store.written.reshape(-1)[t.gather.flat]
+        m = store.written.reshape(-1)[gather_flat(t.gather)]
     missing = m.size - int(np.count_nonzero(m))
     if missing == 0:
         return 0, None

@@ -25,6 +25,7 @@ import math
 import numpy as np
 
 from . import formulas, metrics, targets
+from ..indexing import gather_flat, gather_inb, gather_signature
 from .residency import Residency
 from .scheduler import HBM_CHUNK, Scheduler
 
@@ -43,15 +44,17 @@ class Instr:
 def _span(t):
     if t.layout is not None:
         return t.layout.span()
-    return int(t.gather.flat.min()), int(t.gather.flat.max())
+    flat = gather_flat(t.gather)
+    return int(flat.min()), int(flat.max())
 
 
 def _count(t):
     """Elements actually moved: masked-off elements do not count (spec 3.5)."""
     if t.valid is not None:
         return int(np.count_nonzero(np.broadcast_to(t.valid, t.shape)))
-    if t.gather is not None and t.gather.inb is not None:
-        return int(np.count_nonzero(t.gather.inb))
+    inb = gather_inb(t.gather) if t.gather is not None else None
+    if inb is not None:
+        return int(np.count_nonzero(inb))
     return t.size
 
 
@@ -230,15 +233,16 @@ class Tracer:
             self.pending = Instr("tensor_copy", "scalar", [src], src, _free(src), {})
             self.flush()
         count = _count(dst if p.op == "load" else src)
-        if p.op == "store" and dst.gather is not None and dst.gather.inb is not None:
-            count = min(count, int(np.count_nonzero(dst.gather.inb)))
+        inb = gather_inb(dst.gather) if (p.op == "store" and dst.gather is not None) else None
+        if inb is not None:
+            count = min(count, int(np.count_nonzero(inb)))
         nbytes = count * dst.itemsize
         hbm = src if p.op == "load" else dst
         n_desc = _descriptors(hbm, count)
         partitions = (dst if p.op == "load" else src).shape[0]
         if p.op == "load":
             key = (src.root.uid, src.root.version) + ((src.layout.offset, src.layout.shape, src.layout.strides)
-                                                       if src.layout is not None else (src.gather.signature,))
+                                                       if src.layout is not None else (gather_signature(src.gather),))
             block = bpp = None
             if dst.buffer == "sbuf":
                 block = self._tiles(dst)[0]
