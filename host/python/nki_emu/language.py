@@ -92,10 +92,11 @@ def full_like(a, fill_value, dtype=None, buffer=None, name="", **kw):
 
 
 def shared_constant(constant, dtype=None, **_kwargs):
-    """Constant HBM tensor holding ``constant`` (spec 2.5)."""
+    """Constant HBM tensor holding ``constant`` (spec 2.5). No store ever writes it, so
+    returning it as an output is ``unwritten_output`` (nki_emu.coverage)."""
     arr = np.array(constant, dtype=dtypes.storage(dtype) if dtype is not None else None)
     return NkiTensor.allocate(arr.shape, dtype or arr.dtype, "shared_hbm", name="shared_constant",
-                              data=np.ascontiguousarray(arr), immutable=True)
+                              data=np.ascontiguousarray(arr), immutable=True, track_writes=True)
 
 
 # --- loops ------------------------------------------------------------------------------

@@ -64,24 +64,31 @@ _UID = [0]
 _OWNERS = {}  # id(array) -> _Storage of the fresh root owning it (cleared per run)
 
 
-class _Storage(weakref.ref):
+class _Storage:
     """Storage of one root tensor, kept out of the tensor object (module docstring).
 
-    A weak reference to the root (its death drops the entry from :data:`_STORAGE`)
-    carrying ``uid`` (the root's), ``data`` (the C-contiguous array of the declared
-    shape, or None while a block-dim root keeps ``blocks``: {block index: flat
-    array}, allocated on first touch), ``cow`` (False; True: ``data`` was adopted by
-    a block; or the set of block indices adopted from fresh results: copy-on-write)
-    and ``written`` (bool mask of the declared shape for an HBM tensor the kernel
-    allocated, else None).
+    ``uid`` (the root's), ``data`` (the C-contiguous array of the declared shape, or
+    None while a block-dim root keeps ``blocks``: {block index: flat array},
+    allocated on first touch), ``cow`` (False; True: ``data`` was adopted by a
+    block; or the set of block indices adopted from fresh results: copy-on-write),
+    ``written`` (bool mask of the declared shape for an HBM tensor the kernel
+    allocated, else None) and ``ref`` (the root's :class:`_RootRef`).
     """
 
-    __slots__ = ("uid", "data", "blocks", "cow", "written")
+    __slots__ = ("uid", "data", "blocks", "cow", "written", "ref")
 
 
-def _drop(store):
-    _STORAGE.pop(store.uid, None)
-    store.data = store.blocks = store.written = None
+class _RootRef(weakref.ref):
+    """Weak reference to a root whose death drops its storage. A kernel can reach it
+    (``t.__weakref__``), so it carries nothing but the root's ``uid``."""
+
+    __slots__ = ("uid",)
+
+
+def _drop(ref):
+    store = _STORAGE.pop(ref.uid, None)
+    if store is not None:
+        store.data = store.blocks = store.written = None
 
 
 _STORAGE = {}  # root uid -> _Storage (emulator-internal; not reachable from a tensor's attributes)
@@ -145,8 +152,10 @@ class NkiTensor:
         t.producer, t.valid, t.placed, t.version = None, None, False, 0
         _UID[0] += 1
         t.uid = uid = _UID[0]
-        store = _Storage(t, _drop)
+        store = _Storage()
         store.uid, store.data, store.blocks, store.cow = uid, data, blocks, False
+        store.ref = ref = _RootRef(t, _drop)
+        ref.uid = uid
         store.written = np.zeros(shape, np.bool_) if track_writes else None
         _STORAGE[uid] = store
         run = runtime.current()
