@@ -89,14 +89,19 @@ def _execute(kernel, args, kwargs, target, tracer, compute=True):
         raise ValueError(f"unknown target {target!r}; expected one of {TARGETS}")
     install()
     fn = _kernel_function(kernel)
+    if runtime.current() is not None:
+        # a kernel calling nki.simulate_kernel/baremetal/benchmark: the callee is part of
+        # the running kernel (as a nested @nki.jit call is); its tensors stay tensors
+        return fn(*args, **kwargs)
     run_state = runtime.Run(target, tracer, compute)
     runtime.push(run_state)
     from . import tensor as _tensor
     _tensor._OWNERS.clear()
     try:
         with np.errstate(all="ignore"), blas_threads.single_threaded():
-            result = fn(*_bind_args(fn, list(args)), **kwargs)
-        coverage.check_outputs(result)
+            bound = _bind_args(fn, list(args))
+            result = fn(*bound, **kwargs)
+        coverage.check_outputs(result, bound)
     finally:
         runtime.pop()
         _tensor._OWNERS.clear()

@@ -17,24 +17,32 @@ def _describe(value):
     return f"a host value of type {type(value).__name__}"
 
 
-def check_outputs(result):
+def check_outputs(result, arguments=()):
     """Checks what a kernel returned: None, one value, or a tuple/list of values.
 
     Each value must be an HBM tensor (or view): one the kernel allocated, whose
-    every element a store wrote in this run, or a kernel argument (left to the
-    harness's aliasing rule). Raises UnwrittenOutputError naming the first output
-    that fails, with the count of unwritten elements and the first unwritten index.
+    every element a store wrote in this run, or one of ``arguments`` (the
+    kernel's bound arguments; returning an input is left to the harness's
+    aliasing rule). Raises UnwrittenOutputError naming the first output that
+    fails, with the count of unwritten elements and the first unwritten index.
     """
     if result is None:
         return
     outputs = result if isinstance(result, (tuple, list)) else (result,)
+    inputs = {id(a.root) for a in arguments if isinstance(a, NkiTensor)}
     for index, value in enumerate(outputs):
         if not isinstance(value, NkiTensor) or value.buffer not in HBM_BUFFERS:
             raise UnwrittenOutputError(
                 f"output {index} is {_describe(value)}, not an HBM tensor written by nl.store/DMA",
                 index)
         found = unwritten(value)
-        if found is None or found[0] == 0:
+        if found is None:
+            if id(value.root) in inputs:
+                continue
+            raise UnwrittenOutputError(
+                f"output {index} ('{value.root.name}') is an HBM tensor that no store/DMA of the kernel "
+                f"wrote (made from host data)", index, value.size, value.size)
+        if found[0] == 0:
             continue
         missing, first = found
         total = value.size

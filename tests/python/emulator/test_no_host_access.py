@@ -245,3 +245,27 @@ def test_returned_input_and_no_output_are_left_to_the_harness():
     assert _run(same, x).outputs is x  # the harness's aliasing rule reports it
     y = x.copy()
     assert _run(nothing, y).outputs is None and np.allclose(y, 2 * x)
+
+
+def test_tensors_made_from_host_data_are_not_outputs():
+    def injected(x):
+        return type(x).allocate((4, 4), np.float32, "shared_hbm", data=np.ones((4, 4), np.float32))
+    err = _refused(injected, rand(4, 4))
+    assert err.missing == 16 and "no store/DMA" in str(err)
+
+
+def test_nested_simulation_inside_a_kernel_hands_back_tensors_not_storage():
+    seen = {}
+
+    def inner(x):
+        return x
+
+    def outer(x):
+        seen["value"] = nki.simulate_kernel(inner, x)
+        seen["jit"] = nki.jit(inner)(x)
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.load(x))
+        return out
+    x = rand(4, 4)
+    _run(outer, x)
+    assert seen["value"] is seen["jit"] and isinstance(seen["value"], nki_emu.tensor.NkiTensor)
