@@ -79,3 +79,23 @@ def test_device_print_text_is_not_capturable_through_sys_stdout():
     x = np.full((4, 4), 3.5, np.float32)
     assert np.array_equal(nki_emu.run(k, [x], trace=False).outputs, x)
     assert sink.getvalue() == ""
+
+
+def test_static_scan_flags_storage_names_and_attribute_builtin_aliases():
+    from accelopt.sandbox import static_check
+
+    def kinds(source):
+        return [v.kind for v in static_check.scan(source)]
+    for source in ("def kernel(x):\n    return x.data * 2\n",
+                   "def kernel(x):\n    return x.tolist()\n",
+                   "fetch = getattr\n",
+                   "def kernel(x):\n    return list(map(getattr, [x], ['data']))\n",
+                   "def kernel(x):\n    return hasattr(x, '_data')\n",
+                   "def kernel(x, name):\n    return hasattr(x, name)\n",
+                   "import operator\n\ndef kernel(x):\n    return operator.attrgetter('arr')(x)\n",
+                   "from operator import methodcaller\n"):
+        assert kinds(source) and set(kinds(source)) == {"forbidden_access"}, source
+    for source in ("def kernel(x):\n    return getattr(x, 'shape')\n",
+                   "def kernel(x):\n    return hasattr(x, 'shape')\n",
+                   "def kernel(d):\n    return sum(d.values())\n"):
+        assert kinds(source) == [], source
