@@ -79,9 +79,20 @@ def _bind_args(fn, args):
                      f"shape of `{name}[{', '.join(map(str, a.shape))}]` does not match the expected shape "
                      f"of [{', '.join(map(str, ann.shape))}]")
             out.append(from_numpy(a if not mutable else a, name, immutable=not mutable))
+        elif isinstance(a, (tuple, list)):
+            out.append(_wrap_nested(a, name))
         else:
             out.append(a)
     return out
+
+
+def _wrap_nested(value, name):
+    """A tuple/list argument with its NumPy arrays as immutable HBM tensors (a kernel never
+    receives a host array)."""
+    items = [from_numpy(v, f"{name}_{i}") if isinstance(v, np.ndarray)
+             else _wrap_nested(v, f"{name}_{i}") if isinstance(v, (tuple, list)) else v
+             for i, v in enumerate(value)]
+    return type(value)(items) if isinstance(value, list) else tuple(items)
 
 
 def _execute(kernel, args, kwargs, target, tracer, compute=True):
@@ -111,7 +122,8 @@ def _execute(kernel, args, kwargs, target, tracer, compute=True):
 def run(kernel, args, *, target="trn1", trace=True, compute=True, keep_trace=False):
     """Runs ``kernel`` (``@nki.jit`` or plain function) eagerly on ``args``.
 
-    ``args``: NumPy arrays (become immutable shared-HBM tensors) and Python
+    ``args``: NumPy arrays (become immutable shared-HBM tensors, also inside
+    tuples/lists; ``nt.mutable_tensor`` parameters are writable) and Python
     scalars; ``target``: "trn1" (default, calibrated) or "trn2" (unvalidated);
     ``trace``: False skips all cost bookkeeping; ``compute``: False is the
     cost-only fast path (matmuls and scans are skipped, outputs are NOT the

@@ -271,3 +271,16 @@ def test_nested_simulation_inside_a_kernel_hands_back_tensors_not_storage():
     x = rand(4, 4)
     _run(outer, x)
     assert seen["value"] is seen["jit"] and isinstance(seen["value"], nki_emu.tensor.NkiTensor)
+
+
+def test_arrays_inside_tuple_arguments_arrive_as_hbm_tensors():
+    seen = {}
+
+    def k(pair):
+        seen["types"] = [type(v).__name__ for v in pair[0]] + [type(pair[1]).__name__]
+        out = nl.ndarray(pair[1].shape, dtype=pair[1].dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.load(pair[0][1]))
+        return out
+    a, b = rand(4, 4), rand(4, 4, seed=1)
+    out = _run(k, ([a, b], a)).outputs
+    assert seen["types"] == ["NkiTensor"] * 3 and np.array_equal(out, b)
