@@ -13,7 +13,7 @@ PACKAGES=(
   python3.11 python3.11-dev python3-numpy pybind11-dev libopenblas0-pthread
   liblua5.4-dev libyaml-cpp-dev libspdlog-dev libfmt-dev catch2 nlohmann-json3-dev
   libcurl4-openssl-dev libcli11-dev libsqlite3-dev libsqlitecpp-dev
-  libkainjow-mustache-dev libcpp-httplib-dev libssl-dev
+  libkainjow-mustache-dev libcpp-httplib-dev libssl-dev libseccomp-dev
 )
 
 missing=()

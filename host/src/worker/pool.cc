@@ -167,15 +167,18 @@ CallOutcome WorkerPool::CallOnce(int slot, const nlohmann::json& request, const 
     }
   }
   CallOutcome out = worker.Call(request, blobs, timeout_s);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (out.kind == "timeout") ++stats_.timeouts;
+    else if (out.kind == "crash" || out.kind == "sandbox_violation") ++stats_.crashes;
+    else if (out.worker_died) ++stats_.restarts;
+  }
   if (out.worker_died) {
     // Respawn now so the next call finds it (nearly) ready.
     try {
       Spawn(worker);
       std::lock_guard<std::mutex> lock(mu_);
       ++stats_.spawned;
-      if (out.kind == "timeout") ++stats_.timeouts;
-      else if (out.kind == "crash" || out.kind == "sandbox_violation") ++stats_.crashes;
-      else ++stats_.restarts;
     } catch (const std::exception& e) {
       spdlog::error("worker {}: respawn failed: {}", worker.id(), e.what());
     }

@@ -40,10 +40,10 @@ struct CallLimits {
 struct PoolStats {
   int64_t calls = 0;
   int64_t spawned = 0;     ///< processes started, including respawns
-  int64_t timeouts = 0;
-  int64_t crashes = 0;     ///< calls that killed a worker (before retry)
-  int64_t retries = 0;
-  int64_t restarts = 0;    ///< workers replaced at their own request (OOM, integrity)
+  int64_t timeouts = 0;    ///< calls that ended as `timeout`
+  int64_t crashes = 0;     ///< calls that ended as `crash` or `sandbox_violation` (a candidate process or a worker died)
+  int64_t retries = 0;     ///< calls retried because the worker itself died
+  int64_t restarts = 0;    ///< workers replaced for another reason (malformed reply, start failure)
 };
 
 class WorkerPool {

@@ -83,18 +83,9 @@ LineReader::Status LineReader::Wait(long timeout_ms, std::chrono::steady_clock::
   }
 }
 
-LineReader::Status LineReader::ReadLine(std::string* line, long timeout_ms) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms < 0 ? 0 : timeout_ms);
+LineReader::Status LineReader::Fill(long timeout_ms, std::chrono::steady_clock::time_point deadline) {
   char chunk[65536];
   while (true) {
-    size_t newline = buffer_.find('\n', scanned_);
-    if (newline != std::string::npos) {
-      line->assign(buffer_, 0, newline);
-      buffer_.erase(0, newline + 1);
-      scanned_ = 0;
-      return kLine;
-    }
-    scanned_ = buffer_.size();
     Status status = Wait(timeout_ms, deadline);
     if (status != kLine) return status;
     ssize_t n = read(fd_, chunk, sizeof(chunk));
@@ -104,6 +95,41 @@ LineReader::Status LineReader::ReadLine(std::string* line, long timeout_ms) {
     }
     if (n == 0) return kEof;
     buffer_.append(chunk, static_cast<size_t>(n));
+    return kLine;
+  }
+}
+
+LineReader::Status LineReader::ReadLine(std::string* line, long timeout_ms) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms < 0 ? 0 : timeout_ms);
+  while (true) {
+    size_t newline = buffer_.find('\n', scanned_);
+    if (skipping_) {  // drop the rest of an over-long line, up to its newline
+      size_t drop = newline == std::string::npos ? buffer_.size() : newline + 1;
+      discarded_ += drop;
+      buffer_.erase(0, drop);
+      scanned_ = 0;
+      if (newline != std::string::npos) {
+        skipping_ = false;
+        continue;
+      }
+    } else if (newline != std::string::npos && newline <= max_line_) {
+      line->assign(buffer_, 0, newline);
+      buffer_.erase(0, newline + 1);
+      scanned_ = 0;
+      return kLine;
+    } else if (buffer_.size() > max_line_) {  // too long: keep its head, drop the rest
+      line->assign(buffer_, 0, max_line_);
+      size_t end = newline == std::string::npos ? buffer_.size() : newline + 1;
+      discarded_ += end - max_line_ - (newline == std::string::npos ? 0 : 1);
+      buffer_.erase(0, end);
+      scanned_ = 0;
+      skipping_ = newline == std::string::npos;
+      return kLine;
+    } else {
+      scanned_ = buffer_.size();
+    }
+    Status status = Fill(timeout_ms, deadline);
+    if (status != kLine) return status;
   }
 }
 

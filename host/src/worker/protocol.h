@@ -34,8 +34,16 @@ class LineReader {
   enum Status { kLine, kTimeout, kEof, kError };
   explicit LineReader(int fd) : fd_(fd) {}
   /// Reads the next line (without '\n') into *line. `timeout_ms` < 0 waits
-  /// forever; otherwise the wait for the whole line is bounded (ms).
+  /// forever; otherwise the wait for the whole line is bounded (ms). A line
+  /// longer than max_line() is returned cut to that length and the rest of
+  /// it is read and dropped (counted in discarded()), so the buffer never
+  /// holds more than about max_line() + 64 KiB.
   Status ReadLine(std::string* line, long timeout_ms);
+  /// Longest line kept, in bytes (default: unlimited).
+  size_t max_line() const { return max_line_; }
+  void set_max_line(size_t bytes) { max_line_ = bytes; }
+  /// Bytes of over-long lines dropped so far.
+  uint64_t discarded() const { return discarded_; }
   /// Reads exactly `size` bytes into *bytes (kLine on success), within
   /// `timeout_ms` like ReadLine.
   Status ReadExact(std::string* bytes, size_t size, long timeout_ms);
@@ -44,10 +52,15 @@ class LineReader {
  private:
   /// Waits until the pipe is readable; kLine when it is.
   Status Wait(long timeout_ms, std::chrono::steady_clock::time_point deadline);
+  /// Waits, then appends one read's bytes to buffer_; kLine when it got some.
+  Status Fill(long timeout_ms, std::chrono::steady_clock::time_point deadline);
 
   int fd_;
   std::string buffer_;
   size_t scanned_ = 0;
+  size_t max_line_ = SIZE_MAX;
+  bool skipping_ = false;  // inside the dropped tail of an over-long line
+  uint64_t discarded_ = 0;
 };
 
 /// Raises the pipe's capacity (F_SETPIPE_SZ) to `bytes` where the system

@@ -2,16 +2,14 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <linux/audit.h>
-#include <linux/filter.h>
 #include <linux/landlock.h>
-#include <linux/seccomp.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -60,11 +58,42 @@ void ApplyResourceLimits(uint64_t address_space_bytes, uint64_t cpu_seconds, std
   }
 }
 
-bool DropNetwork(std::vector<std::string>* warnings) {
-  if (unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0) return true;
-  warnings->push_back(Errno("no network namespace (unshare(CLONE_NEWUSER|CLONE_NEWNET))") +
-                      "; sockets are still refused by the seccomp filter");
-  return false;
+NamespaceResult EnterNamespaces(std::vector<std::string>* warnings) {
+  NamespaceResult result;
+  if (unshare(CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWIPC) == 0) {
+    result.network = result.pid = true;
+  } else if (unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0) {
+    result.network = true;
+    warnings->push_back(Errno("no PID namespace (unshare(CLONE_NEWPID))") +
+                        "; candidates are still limited to signalling themselves by the seccomp filter");
+  } else {
+    warnings->push_back(Errno("no network namespace (unshare(CLONE_NEWUSER|CLONE_NEWNET))") +
+                        "; sockets are still refused by the seccomp filter");
+    return result;
+  }
+  if (!result.pid) return result;
+  // unshare(CLONE_NEWPID) moves only our children: the next one is pid 1 of
+  // the new namespace. It goes on as the worker; this process stays outside
+  // as its parent and mirrors its end, so the host sees one worker either way.
+  pid_t child = fork();
+  if (child < 0) {
+    warnings->push_back(Errno("fork into the PID namespace"));
+    result.pid = false;
+    return result;
+  }
+  if (child == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    return result;
+  }
+  for (int fd = 0; fd < 4; ++fd) close(fd);
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status)) {
+    signal(WTERMSIG(status), SIG_DFL);
+    kill(getpid(), WTERMSIG(status));
+  }
+  _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 70);
 }
 
 bool RestrictFileSystem(const std::vector<std::string>& read_paths, const std::vector<std::string>& write_paths,
@@ -105,85 +134,6 @@ bool RestrictFileSystem(const std::vector<std::string>& read_paths, const std::v
   if (!ok) warnings->push_back(Errno("landlock_restrict_self"));
   close(ruleset);
   return ok;
-}
-
-namespace {
-
-#if defined(__x86_64__)
-constexpr uint32_t kAuditArch = AUDIT_ARCH_X86_64;
-#elif defined(__aarch64__)
-constexpr uint32_t kAuditArch = AUDIT_ARCH_AARCH64;
-#else
-constexpr uint32_t kAuditArch = 0;
-#endif
-
-constexpr uint32_t kArgLow(int index) { return offsetof(seccomp_data, args) + 8 * index; }  // little endian
-
-sock_filter Stmt(uint16_t code, uint32_t k) { return BPF_STMT(code, k); }
-sock_filter Jump(uint16_t code, uint32_t k, uint8_t jt, uint8_t jf) { return BPF_JUMP(code, k, jt, jf); }
-
-}  // namespace
-
-bool InstallSyscallFilter(std::vector<std::string>* warnings) {
-  if (kAuditArch == 0) {
-    warnings->push_back("no seccomp filter for this CPU architecture");
-    return false;
-  }
-  const uint32_t kAllow = SECCOMP_RET_ALLOW;
-  const uint32_t kDeny = SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA);
-  const uint32_t kNoSys = SECCOMP_RET_ERRNO | (ENOSYS & SECCOMP_RET_DATA);
-  const uint32_t self = static_cast<uint32_t>(getpid());
-
-  std::vector<int> denied = {
-#ifdef __NR_fork
-      __NR_fork,
-#endif
-#ifdef __NR_vfork
-      __NR_vfork,
-#endif
-      __NR_execve,       __NR_execveat,        __NR_socket,       __NR_socketpair, __NR_ptrace,
-      __NR_process_vm_readv, __NR_process_vm_writev, __NR_mount,  __NR_unshare,    __NR_setns,
-      __NR_tkill,        __NR_pidfd_open,      __NR_pidfd_send_signal};
-
-  std::vector<sock_filter> prog;
-  prog.push_back(Stmt(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)));
-  prog.push_back(Jump(BPF_JMP | BPF_JEQ | BPF_K, kAuditArch, 1, 0));
-  prog.push_back(Stmt(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS));
-  prog.push_back(Stmt(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)));
-  for (int nr : denied) {
-    prog.push_back(Jump(BPF_JMP | BPF_JEQ | BPF_K, static_cast<uint32_t>(nr), 0, 1));
-    prog.push_back(Stmt(BPF_RET | BPF_K, kDeny));
-  }
-  // clone3's flags live behind a pointer: make glibc fall back to clone.
-  prog.push_back(Jump(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone3, 0, 1));
-  prog.push_back(Stmt(BPF_RET | BPF_K, kNoSys));
-  // clone: threads only.
-  prog.push_back(Jump(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 4));
-  prog.push_back(Stmt(BPF_LD | BPF_W | BPF_ABS, kArgLow(0)));
-  prog.push_back(Jump(BPF_JMP | BPF_JSET | BPF_K, CLONE_THREAD, 0, 1));
-  prog.push_back(Stmt(BPF_RET | BPF_K, kAllow));
-  prog.push_back(Stmt(BPF_RET | BPF_K, kDeny));
-  // kill(pid): only this process or its own group (0).
-  prog.push_back(Jump(BPF_JMP | BPF_JEQ | BPF_K, __NR_kill, 0, 5));
-  prog.push_back(Stmt(BPF_LD | BPF_W | BPF_ABS, kArgLow(0)));
-  prog.push_back(Jump(BPF_JMP | BPF_JEQ | BPF_K, self, 2, 0));
-  prog.push_back(Jump(BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0));
-  prog.push_back(Stmt(BPF_RET | BPF_K, kDeny));
-  prog.push_back(Stmt(BPF_RET | BPF_K, kAllow));
-  // tgkill(tgid, ...): only this process's threads.
-  prog.push_back(Jump(BPF_JMP | BPF_JEQ | BPF_K, __NR_tgkill, 0, 4));
-  prog.push_back(Stmt(BPF_LD | BPF_W | BPF_ABS, kArgLow(0)));
-  prog.push_back(Jump(BPF_JMP | BPF_JEQ | BPF_K, self, 1, 0));
-  prog.push_back(Stmt(BPF_RET | BPF_K, kDeny));
-  prog.push_back(Stmt(BPF_RET | BPF_K, kAllow));
-  prog.push_back(Stmt(BPF_RET | BPF_K, kAllow));
-
-  sock_fprog fprog{static_cast<unsigned short>(prog.size()), prog.data()};
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fprog) != 0) {
-    warnings->push_back(Errno("no seccomp filter (fork/exec/sockets not blocked)"));
-    return false;
-  }
-  return true;
 }
 
 }  // namespace accelopt::worker

@@ -22,10 +22,20 @@ void DieWithParent(int expected_parent);
 /// warning per limit the kernel refused.
 void ApplyResourceLimits(uint64_t address_space_bytes, uint64_t cpu_seconds, std::vector<std::string>* warnings);
 
-/// unshare(CLONE_NEWUSER | CLONE_NEWNET): no network interface but a down
-/// loopback. Appends a warning and returns false where user namespaces are
-/// unavailable (the seccomp filter still refuses socket()).
-bool DropNetwork(std::vector<std::string>* warnings);
+/// Which namespaces EnterNamespaces() reached.
+struct NamespaceResult {
+  bool network = false;  ///< own network namespace: no interface but a down loopback
+  bool pid = false;      ///< own PID namespace: this process is now its pid 1
+};
+
+/// unshare(CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWIPC), then
+/// fork once so that the caller continues as pid 1 of the new PID namespace
+/// (the host, pid 1 of the machine and other workers are not addressable
+/// from it) while the original process waits outside and exits as the
+/// child does (same status or signal). Must run while the process has one
+/// thread. Falls back to user+network namespaces, then to none, appending a
+/// warning for each step the kernel refused.
+NamespaceResult EnterNamespaces(std::vector<std::string>* warnings);
 
 /// Landlock: afterwards the process may read (and execute) only beneath
 /// `read_paths` and read/write only beneath `write_paths`; everything else
@@ -33,12 +43,5 @@ bool DropNetwork(std::vector<std::string>* warnings);
 /// warning) if the kernel has no Landlock.
 bool RestrictFileSystem(const std::vector<std::string>& read_paths, const std::vector<std::string>& write_paths,
                         std::vector<std::string>* warnings);
-
-/// Seccomp filter (sets no_new_privs): fork, vfork, clone without
-/// CLONE_THREAD, execve(at), socket, socketpair, ptrace, process_vm_*,
-/// kill/tgkill of other processes, mount, unshare and setns fail with EPERM;
-/// clone3 fails with ENOSYS so glibc falls back to clone, where the flags are
-/// visible. Returns false (with a warning) if seccomp is unavailable.
-bool InstallSyscallFilter(std::vector<std::string>* warnings);
 
 }  // namespace accelopt::worker

@@ -34,6 +34,18 @@ uint64_t DefaultWorkerMemoryBytes() {
 namespace {
 
 constexpr size_t kRecentLogLines = 30;
+// A candidate's stdout/stderr: lines are cut to kMaxLogLine bytes before they
+// are buffered, and of each call's output only the first kLogBudget bytes
+// are logged; the rest is read, counted and dropped.
+constexpr size_t kMaxLogLine = 4096;
+constexpr uint64_t kLogBudget = 1u << 20;
+// Longest reply header accepted from the worker (its zygote cuts a
+// candidate's header to 16 MiB and every string in it to 256 KiB).
+constexpr size_t kMaxReplyHeader = 64u << 20;
+// The worker enforces a call's deadline itself (it kills the candidate
+// process and answers `timeout`); the host waits this much longer before it
+// kills the whole worker.
+constexpr double kDeadlineGraceS = 10;
 // Environment variables a worker inherits (no API keys, no PYTHON*).
 const char* const kPassedEnv[] = {"PATH", "LANG", "LC_ALL", "LC_CTYPE", "ACCELOPT_PYTHON_PATH", "NEURON_RT_VISIBLE_CORES"};
 
@@ -161,6 +173,7 @@ void WorkerProcess::Start() {
   pid_ = pid;
   to_worker_ = requests[1];
   replies_ = std::make_unique<LineReader>(replies[0]);
+  replies_->set_max_line(kMaxReplyHeader);
   ready_ = false;
   {
     std::lock_guard<std::mutex> lock(log_mu_);
@@ -172,14 +185,33 @@ void WorkerProcess::Start() {
 
 void WorkerProcess::ReadLogs(int fd) {
   LineReader reader(fd);
+  reader.set_max_line(kMaxLogLine);
   std::string line;
+  uint64_t discarded = 0;
   while (reader.ReadLine(&line, -1) == LineReader::kLine) {
-    spdlog::debug("[worker {}] {}", id_, line);
     std::lock_guard<std::mutex> lock(log_mu_);
+    uint64_t size = line.size() + 1 + (reader.discarded() - discarded);
+    discarded = reader.discarded();
+    if (log_bytes_ + size > kLogBudget) {
+      dropped_log_bytes_ += size;
+      continue;
+    }
+    log_bytes_ += size;
+    spdlog::debug("[worker {}] {}", id_, line);
     recent_logs_.push_back(line);
     if (recent_logs_.size() > kRecentLogLines) recent_logs_.pop_front();
   }
   close(fd);
+}
+
+void WorkerProcess::ResetLogBudget() {
+  std::lock_guard<std::mutex> lock(log_mu_);
+  if (dropped_log_bytes_ > 0)
+    spdlog::warn("worker {}: a candidate wrote {} bytes of output beyond the {} KiB kept", id_, dropped_log_bytes_,
+                 kLogBudget >> 10);
+  log_bytes_ = 0;
+  dropped_log_bytes_ = 0;
+  recent_logs_.clear();
 }
 
 std::string WorkerProcess::RecentLogs() {
@@ -312,9 +344,11 @@ CallOutcome WorkerProcess::Call(const nlohmann::json& request_in, const std::vec
   request["id"] = id;
   request["nonce"] = nonce;
   if (!request.contains("scratch")) request["scratch"] = Scratch();
+  request["deadline_s"] = std::max(0.001, timeout_s);
+  ResetLogBudget();
   if (!WriteFrame(to_worker_, std::move(request), blobs)) return Dead("while receiving the request", MsSince(start));
 
-  long timeout_ms = static_cast<long>(std::max(0.001, timeout_s) * 1000);
+  long timeout_ms = static_cast<long>((std::max(0.001, timeout_s) + kDeadlineGraceS) * 1000);
   while (true) {
     std::string line;
     long left = timeout_ms - static_cast<long>(MsSince(start));
@@ -330,6 +364,15 @@ CallOutcome WorkerProcess::Call(const nlohmann::json& request_in, const std::vec
       return out;
     }
     if (status != LineReader::kLine) return Dead("during the call", MsSince(start));
+    if (line.size() >= kMaxReplyHeader) {
+      Kill();
+      CallOutcome out;
+      out.kind = "worker_error";
+      out.message = "reply header over " + std::to_string(kMaxReplyHeader >> 20) + " MiB; worker killed";
+      out.worker_died = true;
+      out.wall_ms = MsSince(start);
+      return out;
+    }
     auto reply = nlohmann::json::parse(line, nullptr, false);
     // A line that is not our reply (wrong nonce: forged or stale) is ignored.
     if (!reply.is_object() || reply.value("nonce", "") != nonce || reply.value("id", uint64_t{0}) != id) {
@@ -373,13 +416,14 @@ CallOutcome WorkerProcess::Call(const nlohmann::json& request_in, const std::vec
       out.kind = err.value("kind", "python_error");
       out.message = err.value("message", "worker call failed");
       out.traceback = err.value("traceback", "");
+      // A candidate process that died: its last log lines (faulthandler's
+      // traceback of a segfault, a flood's head) say why.
+      if (reply.value("candidate_died", false) && out.traceback.empty()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));  // let the log reader catch up
+        out.traceback = RecentLogs();
+      }
     }
     out.integrity = reply.value("integrity", nlohmann::json::array());
-    if (reply.value("restart", false)) {
-      // The worker exits on its own after such a reply; make sure and reap it.
-      Kill();
-      out.worker_died = true;
-    }
     return out;
   }
 }

@@ -70,10 +70,13 @@ class WorkerProcess {
   /// Sandbox warnings the worker reported when it became ready.
   const std::vector<std::string>& warnings() const { return warnings_; }
 
-  /// Sends one request and waits for its reply at most `timeout_s` seconds.
-  /// On expiry the whole process group gets SIGKILL (kind "timeout"); a
-  /// dead worker is classified: SIGXCPU -> timeout, SIGSYS ->
-  /// sandbox_violation, other signals and exits -> crash. `blobs` travel
+  /// Sends one request; the worker runs it in a fresh candidate process
+  /// that it kills after `timeout_s` seconds (reply kind "timeout"). The
+  /// host waits 10 s longer, then SIGKILLs the worker's whole process group
+  /// (also "timeout"). A candidate process that died is classified by the
+  /// worker (SIGXCPU -> timeout, SIGSYS -> sandbox_violation, other signals
+  /// and exits -> crash; the worker lives on); a worker that died is
+  /// classified here the same way, with worker_died set. `blobs` travel
   /// after the request line as raw bytes (protocol.h).
   CallOutcome Call(const nlohmann::json& request, const std::vector<std::string>& blobs, double timeout_s);
 
@@ -91,6 +94,7 @@ class WorkerProcess {
  private:
   CallOutcome Dead(const std::string& context, double wall_ms);
   void ReadLogs(int fd);
+  void ResetLogBudget();  // per call: log the first kLogBudget bytes of output
   std::string RecentLogs();
   int Reap();  // waitpid; returns the raw status (or -1)
 
@@ -102,6 +106,8 @@ class WorkerProcess {
   std::thread log_thread_;
   std::mutex log_mu_;
   std::deque<std::string> recent_logs_;
+  uint64_t log_bytes_ = 0;          // output logged during the current call
+  uint64_t dropped_log_bytes_ = 0;  // output read and dropped during it
   std::vector<std::string> warnings_;
   uint64_t next_id_ = 1;
   bool ready_ = false;

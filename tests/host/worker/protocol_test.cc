@@ -64,3 +64,34 @@ TEST_CASE("reading a blob times out when the writer stalls", "[worker][protocol]
   close(fds[1]);
   close(fds[0]);
 }
+
+TEST_CASE("over-long lines are cut before they are buffered and the rest is counted", "[worker][protocol]") {
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+  std::thread writer([&] {
+    std::string flood(8 << 20, 'x');  // 8 MiB without a newline, then more lines
+    std::string text = "short\n" + flood + "\nafter\n" + std::string(100, 'y') + "tail\n";
+    size_t done = 0;
+    while (done < text.size()) {
+      ssize_t n = write(fds[1], text.data() + done, text.size() - done);
+      if (n <= 0) break;
+      done += static_cast<size_t>(n);
+    }
+    close(fds[1]);
+  });
+  LineReader reader(fds[0]);
+  reader.set_max_line(1000);
+  std::string line;
+  REQUIRE(reader.ReadLine(&line, 5000) == LineReader::kLine);
+  CHECK(line == "short");
+  REQUIRE(reader.ReadLine(&line, 5000) == LineReader::kLine);
+  CHECK(line == std::string(1000, 'x'));
+  REQUIRE(reader.ReadLine(&line, 5000) == LineReader::kLine);
+  CHECK(line == "after");
+  CHECK(reader.discarded() == (8u << 20) - 1000);
+  REQUIRE(reader.ReadLine(&line, 5000) == LineReader::kLine);
+  CHECK(line == std::string(100, 'y') + "tail");
+  CHECK(reader.ReadLine(&line, 5000) == LineReader::kEof);
+  writer.join();
+  close(fds[0]);
+}

@@ -8,6 +8,8 @@ attributes (state stashed for later calls, ``numpy._cache = {}``). A worker
 with a non-empty difference restarts itself after answering
 (docs/isolation.md, rule R5).
 """
+import hashlib
+import marshal
 import operator
 import sys
 import types
@@ -109,3 +111,110 @@ def compare(before):
 
 
 _MISSING = object()
+
+
+# --- Content digests -------------------------------------------------------
+#
+# Identity checks miss in-place edits: `targets.TRN1.clock_ghz["tensor"] = 1e9`
+# keeps every object where it was while the cost model now flatters the
+# candidate. The modules that turn a trace into a latency are therefore also
+# hashed by content: module data, class attributes, dataclass fields, function
+# code, defaults and closure cells, recursively. A candidate whose call leaves
+# a different digest is refused (forbidden_access) and its latency discarded.
+
+DIGESTED_PREFIXES = ("nki_emu.cost", "nki_emu.trace")
+_MAX_DEPTH = 12
+
+
+def _feed(update, value, depth, seen):
+    kind = type(value)
+    if value is None or kind in (bool, int, float, complex, str, bytes):
+        update(f"{kind.__name__}:{value!r};".encode("utf-8", "backslashreplace"))
+        return
+    if depth > _MAX_DEPTH:
+        update(b"deep;")
+        return
+    key = id(value)
+    if key in seen:
+        update(b"seen;")
+        return
+    seen.add(key)
+    if kind in (list, tuple):
+        update(f"{kind.__name__}[{len(value)}]".encode())
+        for item in value:
+            _feed(update, item, depth + 1, seen)
+    elif kind is dict:
+        update(f"dict[{len(value)}]".encode())
+        for k, v in value.items():
+            _feed(update, k, depth + 1, seen)
+            _feed(update, v, depth + 1, seen)
+    elif kind in (set, frozenset):
+        update(f"set[{len(value)}]".encode())
+        for text in sorted(repr(item) for item in value):
+            update(text.encode("utf-8", "backslashreplace"))
+    elif isinstance(value, types.ModuleType):
+        update(f"module:{value.__name__};".encode())
+    elif isinstance(value, types.FunctionType):
+        update(marshal.dumps(value.__code__))
+        _feed(update, value.__defaults__, depth + 1, seen)
+        _feed(update, value.__kwdefaults__, depth + 1, seen)
+        for cell in value.__closure__ or ():
+            try:
+                _feed(update, cell.cell_contents, depth + 1, seen)
+            except ValueError:  # an empty cell
+                update(b"empty;")
+    elif isinstance(value, type):
+        update(f"class:{value.__qualname__}".encode())
+        for name, attr in list(vars(value).items()):
+            if name not in ("__dict__", "__weakref__", "__doc__", "__module__"):
+                update(name.encode())
+                _feed(update, attr, depth + 1, seen)
+    elif isinstance(value, (staticmethod, classmethod)):
+        _feed(update, value.__func__, depth + 1, seen)
+    elif isinstance(value, property):
+        for part in (value.fget, value.fset, value.fdel):
+            _feed(update, part, depth + 1, seen)
+    elif kind.__module__ == "numpy" and hasattr(value, "tobytes") and hasattr(value, "dtype"):
+        update(f"array:{value.dtype}:{getattr(value, 'shape', ())}".encode())
+        update(value.tobytes())
+    elif hasattr(value, "__dict__") or hasattr(kind, "__slots__"):
+        update(f"object:{kind.__module__}.{kind.__qualname__}".encode())
+        fields = dict(getattr(value, "__dict__", {}))
+        for slot in getattr(kind, "__slots__", ()):
+            if isinstance(slot, str) and hasattr(value, slot):
+                fields[slot] = getattr(value, slot)
+        for name in sorted(fields):
+            update(name.encode())
+            _feed(update, fields[name], depth + 1, seen)
+    else:  # builtins, ufuncs, descriptors: their identity is what snapshot() checks
+        update(f"opaque:{kind.__module__}.{kind.__qualname__}:{getattr(value, '__qualname__', '')};".encode())
+
+
+def content_digests():
+    """SHA-256 (hex) of every loaded module under DIGESTED_PREFIXES: {module name: digest}.
+
+    Covers module-level data, classes (their attributes), dataclass and
+    plain-object fields, function code (marshal bytes), defaults and
+    closure cells, to depth 12. Objects of C types are represented by their
+    type name (their identity is checked by :func:`compare`).
+    """
+    digests = {}
+    for name, module in sorted(sys.modules.items()):
+        if module is None or not any(name == p or name.startswith(p + ".") for p in DIGESTED_PREFIXES):
+            continue
+        digest = hashlib.sha256()
+        seen = set()
+        for attr, value in sorted(vars(module).items()):
+            if attr.startswith("__") and attr.endswith("__"):
+                continue
+            digest.update(attr.encode())
+            _feed(digest.update, value, 0, seen)
+        digests[name] = digest.hexdigest()
+    return digests
+
+
+def compare_digests(before):
+    """Lists the modules of ``before`` (from :func:`content_digests`) whose content changed."""
+    now = content_digests()
+    return [f"{name} changed in place (content digest differs)" for name, digest in before.items()
+            if now.get(name) != digest]

@@ -1,15 +1,17 @@
-"""Body of the worker's request loop (the C++ side is host/src/worker/worker_main.cc).
+"""Python side of a worker (the C++ side is host/src/worker/worker_main.cc).
 
-The worker calls :func:`startup` once, after the embedded interpreter is up
-and before the sandbox is sealed, then :func:`handle` for every request. Each
-request runs in its own scratch directory (cwd and temp dir) under per-request
-rlimits; afterwards the worker checks its own integrity and asks to be
-restarted when a candidate changed NumPy or the backend or ran out of memory.
+The worker process is a zygote: it calls :func:`startup` once, after the
+embedded interpreter is up and before the sandbox is sealed, and then forks
+one fresh candidate process per request, which calls :func:`handle` once
+under the per-request rlimits and the seccomp allow-list and exits. Nothing
+a candidate changes survives it; :func:`handle` still checks, before the
+reply leaves, that the call did not patch NumPy or the emulator (identity)
+or edit the cost model in place (content digest), because the candidate's
+own latency is computed in the same process.
 """
 import importlib
 import math
 import os
-import resource
 import sys
 import tempfile
 
@@ -17,14 +19,18 @@ from .. import result as R
 from . import integrity
 
 _baseline = None
+_digests = None
+# Longest message or traceback a reply carries, in characters (a candidate's
+# 256 MiB exception message must not travel, or grow the host).
+MAX_TEXT = 64 * 1024
 
 
 def startup(info):
-    """Imports NumPy, the emulator and the harness, and records the integrity baseline.
+    """Imports NumPy, the emulator, its cost model and the harness; records the integrity baselines.
 
     ``info``: {"worker_id": int}. Returns {"numpy": version, "python": version}.
     """
-    global _baseline
+    global _baseline, _digests
     import faulthandler
     stream = getattr(sys, "__stderr__", None)
     if stream is not None:
@@ -43,29 +49,24 @@ def startup(info):
     import neuronxcc.nki.isa  # noqa: F401 - aliases now resolve
     import neuronxcc.nki.language  # noqa: F401
     import neuronxcc.nki.typing  # noqa: F401
+    for name in ("targets", "formulas", "metrics", "residency", "scheduler", "tracer"):
+        importlib.import_module("nki_emu.cost." + name)
     _baseline = integrity.snapshot()
+    _digests = integrity.content_digests()
     return {"numpy": numpy.__version__, "python": sys.version.split()[0]}
 
 
-def _set_limit(which, soft):
-    _, hard = resource.getrlimit(which)
-    if hard != resource.RLIM_INFINITY:
-        soft = min(soft, hard)
-    resource.setrlimit(which, (soft, hard))
+def _cut(text):
+    if isinstance(text, str) and len(text) > MAX_TEXT:
+        return text[:MAX_TEXT] + f"... [{len(text) - MAX_TEXT} more characters cut]"
+    return text
 
 
-def _reset_limit(which):
-    _, hard = resource.getrlimit(which)
-    resource.setrlimit(which, (hard, hard))
-
-
-def _clear(directory):
-    for entry in os.scandir(directory):
-        if entry.is_dir(follow_symlinks=False):
-            _clear(entry.path)
-            os.rmdir(entry.path)
-        else:
-            os.unlink(entry.path)
+def _cut_error(error):
+    if isinstance(error, dict):
+        for key in ("message", "traceback"):
+            if key in error:
+                error[key] = _cut(error[key])
 
 
 def _finite(value):
@@ -85,35 +86,30 @@ def _finite(value):
 
 
 def handle(message, blobs):
-    """Runs one request: ``{"module", "function", "arg", "packed", "scratch", "limits": {"memory_bytes", "cpu_s"}}``.
+    """Runs one request in this (fresh, sandboxed) candidate process.
 
-    ``blobs``: the request's attachments (list of bytes). With ``"packed":
-    true`` the function is called as ``function(arg, blobs)`` and must be
-    marked :func:`codec.packed`; otherwise as ``function(arg)``.
+    ``message``: ``{"module", "function", "arg", "packed", "scratch",
+    "limits"}`` (limits are already applied by the C++ side); ``blobs``: the
+    request's attachments (list of bytes). With ``"packed": true`` the
+    function is called as ``function(arg, blobs)`` and must be marked
+    :func:`codec.packed`; otherwise as ``function(arg)``.
 
-    Returns ``(reply, reply_blobs)``; reply is ``{"ok": True, "result": ...}`` or ``{"ok": False, "error":
-    {"kind", "message", "traceback"}}``, plus ``"integrity"`` (list of
-    changes found after the call) and ``"restart"`` (bool: the worker should
-    be replaced). Error kinds: out_of_memory (MemoryError),
+    Returns ``(reply, reply_blobs)``; reply is ``{"ok": True, "result": ...}``
+    or ``{"ok": False, "error": {"kind", "message", "traceback"}}``, plus
+    ``"integrity"``: the changes to NumPy, builtins, the emulator or the
+    harness the call left (identity, rule R5) and in-place edits of the cost
+    model (content digest). Error kinds: out_of_memory (MemoryError),
     sandbox_violation (PermissionError from seccomp/Landlock), crash
-    (SystemExit), python_error (anything else).
+    (SystemExit), python_error (anything else). Messages and tracebacks are
+    cut to MAX_TEXT characters.
     """
-    limits = message.get("limits") or {}
     scratch = message.get("scratch")
-    reply = {"ok": False, "integrity": [], "restart": False}
+    reply = {"ok": False, "integrity": []}
     reply_blobs = []
     try:
         if scratch:
-            os.makedirs(scratch, exist_ok=True)
-            _clear(scratch)
-            os.chdir(scratch)
             os.environ["TMPDIR"] = scratch
             tempfile.tempdir = scratch
-        if limits.get("memory_bytes"):
-            _set_limit(resource.RLIMIT_AS, int(limits["memory_bytes"]))
-        if limits.get("cpu_s"):
-            used = resource.getrusage(resource.RUSAGE_SELF)
-            _set_limit(resource.RLIMIT_CPU, int(used.ru_utime + used.ru_stime + float(limits["cpu_s"])) + 1)
         function = getattr(importlib.import_module(message["module"]), message["function"])
         if message.get("packed"):
             if not getattr(function, "packed", False):
@@ -124,37 +120,34 @@ def handle(message, blobs):
         reply["ok"] = True
     except MemoryError as exc:
         reply["error"] = {"kind": "out_of_memory", "message": f"MemoryError: {exc}", "traceback": ""}
-        reply["restart"] = True
     except OSError as exc:
         kind = "sandbox_violation" if exc.errno in (1, 13) else "python_error"
         reply["error"] = {"kind": kind, "message": f"{type(exc).__name__}: {exc}",
                           "traceback": R.format_exception(exc)}
     except SystemExit as exc:
         reply["error"] = {"kind": "crash", "message": f"SystemExit({exc.code!r})", "traceback": ""}
-    except BaseException as exc:  # noqa: BLE001 - report everything, keep serving
+    except BaseException as exc:  # noqa: BLE001 - report everything
         reply["error"] = {"kind": "python_error", "message": f"{type(exc).__name__}: {exc}",
                           "traceback": R.format_exception(exc)}
-    finally:
-        for which in (resource.RLIMIT_AS, resource.RLIMIT_CPU):
-            try:
-                _reset_limit(which)
-            except (ValueError, OSError):
-                reply["restart"] = True
-        try:
-            os.chdir("/")
-        except OSError:
-            pass
+    _cut_error(reply.get("error"))
     result = reply.get("result")
-    if isinstance(result, dict) and isinstance(result.get("error"), dict) \
-            and result["error"].get("kind") == "out_of_memory":
-        reply["restart"] = True  # a MemoryError can leave the heap fragmented or half-updated
+    if isinstance(result, dict):
+        _cut_error(result.get("error"))
+        if isinstance(result.get("timing_error"), str):
+            result["timing_error"] = _cut(result["timing_error"])
     if "result" in reply:
         reply["result"] = _finite(reply["result"])
+    changes = []
     if _baseline is not None:
-        changes = integrity.compare(_baseline)
-        if changes:
-            reply["integrity"] = changes
-            reply["restart"] = True
+        changes += integrity.compare(_baseline)
+    if _digests is not None:
+        changes += integrity.compare_digests(_digests)
+    reply["integrity"] = changes
     if not reply["ok"]:
         reply_blobs = []
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001 - a candidate may have replaced or closed them
+            pass
     return reply, reply_blobs

@@ -1,0 +1,117 @@
+#include "worker/syscall_policy.h"
+
+#include <seccomp.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace accelopt::worker {
+namespace {
+
+// Allowed without an argument check. Measured with `strace -f -c` on a worker
+// running every NKIBench kernel, the probe functions and the test suite's
+// candidates (docs/isolation.md, "System call policy"); names a given
+// architecture lacks are skipped.
+const char* const kAllowed[] = {
+    // file descriptors and files (Landlock decides which paths)
+    "read", "write", "readv", "writev", "pread64", "pwrite64", "preadv", "pwritev", "preadv2", "pwritev2", "lseek",
+    "close", "close_range", "fstat", "stat", "lstat", "newfstatat", "statx", "fstatfs", "statfs", "open", "openat",
+    "openat2", "getdents", "getdents64", "getcwd", "chdir", "fchdir", "fcntl", "dup", "dup2", "dup3", "pipe", "pipe2",
+    "ftruncate", "truncate", "fsync", "fdatasync", "flock", "fadvise64", "umask", "mkdir", "mkdirat", "rmdir",
+    "unlink", "unlinkat", "rename", "renameat", "renameat2", "readlink", "readlinkat", "access", "faccessat",
+    "faccessat2", "chmod", "fchmod", "fchmodat", "utimensat", "poll", "ppoll", "select", "pselect6", "eventfd2",
+    "epoll_create1", "epoll_ctl", "epoll_wait", "epoll_pwait", "sendfile", "copy_file_range",
+    // memory
+    "mmap", "munmap", "mremap", "mprotect", "madvise", "brk", "msync", "mincore", "membarrier", "get_mempolicy", "set_mempolicy", "mbind",
+    // signals delivered to the caller itself
+    "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "sigaltstack", "rt_sigpending", "rt_sigsuspend",
+    "rt_sigtimedwait", "getitimer", "setitimer", "alarm", "timer_create", "timer_settime", "timer_gettime",
+    "timer_getoverrun", "timer_delete", "pause",
+    // identity, time, scheduling of the caller
+    "getpid", "gettid", "getppid", "getuid", "geteuid", "getgid", "getegid", "getresuid", "getresgid", "getgroups",
+    "getpgrp", "getpgid", "getsid", "getrandom", "clock_gettime", "clock_getres", "gettimeofday", "time",
+    "nanosleep", "clock_nanosleep", "sched_yield", "sched_getaffinity", "sched_getparam", "sched_getscheduler",
+    "sched_get_priority_max", "sched_get_priority_min", "getpriority", "getcpu", "getrusage", "times", "sysinfo",
+    "uname", "getrlimit", "setrlimit",
+    // threads
+    "futex", "set_robust_list", "get_robust_list", "rseq", "set_tid_address", "exit", "exit_group",
+};
+
+// Syscalls whose first argument is a process: allowed for the caller only.
+const char* const kSelfOnly[] = {"kill", "tkill", "tgkill", "prlimit64", "sched_setaffinity"};
+
+// ioctl requests CPython and NumPy issue on their own descriptors.
+const unsigned long kIoctls[] = {TCGETS, FIONREAD, FIONBIO, FIOCLEX, FIONCLEX};
+
+// prctl options CPython's threading uses.
+const int kPrctls[] = {PR_SET_NAME, PR_GET_NAME};
+
+#ifndef CLONE_THREAD
+constexpr unsigned long kCloneThread = 0x00010000;
+#else
+constexpr unsigned long kCloneThread = CLONE_THREAD;
+#endif
+
+}  // namespace
+
+std::vector<std::string> AllowedSyscallNames() {
+  std::vector<std::string> names;
+  for (const char* name : kAllowed) {
+    if (seccomp_syscall_resolve_name(name) != __NR_SCMP_ERROR) names.push_back(name);
+  }
+  return names;
+}
+
+bool InstallCandidatePolicy(std::vector<std::string>* warnings) {
+  scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ERRNO(EPERM));
+  if (ctx == nullptr) {
+    warnings->push_back("no seccomp filter (seccomp_init failed): process creation, exec and sockets are not blocked");
+    return false;
+  }
+  int rc = 0;
+  auto add = [&](uint32_t action, const char* name, unsigned count, const scmp_arg_cmp* args) {
+    int nr = seccomp_syscall_resolve_name(name);
+    if (nr == __NR_SCMP_ERROR) return;  // not on this architecture
+    int r = seccomp_rule_add_array(ctx, action, nr, count, args);
+    if (r != 0 && rc == 0) rc = r;
+  };
+  for (const char* name : kAllowed) add(SCMP_ACT_ALLOW, name, 0, nullptr);
+
+  const auto self = static_cast<scmp_datum_t>(getpid());
+  for (const char* name : kSelfOnly) {
+    scmp_arg_cmp zero = SCMP_A0_32(SCMP_CMP_EQ, 0);
+    scmp_arg_cmp me = SCMP_A0_32(SCMP_CMP_EQ, self);
+    add(SCMP_ACT_ALLOW, name, 1, &me);
+    // 0 means the caller for these two; for kill it means the process group
+    // (the worker itself), so kill gets no such exception.
+    if (std::strcmp(name, "prlimit64") == 0 || std::strcmp(name, "sched_setaffinity") == 0)
+      add(SCMP_ACT_ALLOW, name, 1, &zero);
+  }
+  for (unsigned long request : kIoctls) {
+    scmp_arg_cmp cmp = SCMP_A1_32(SCMP_CMP_EQ, static_cast<scmp_datum_t>(request));
+    add(SCMP_ACT_ALLOW, "ioctl", 1, &cmp);
+  }
+  for (int option : kPrctls) {
+    scmp_arg_cmp cmp = SCMP_A0_32(SCMP_CMP_EQ, static_cast<scmp_datum_t>(option));
+    add(SCMP_ACT_ALLOW, "prctl", 1, &cmp);
+  }
+  scmp_arg_cmp thread = SCMP_A0_64(SCMP_CMP_MASKED_EQ, kCloneThread, kCloneThread);
+  add(SCMP_ACT_ALLOW, "clone", 1, &thread);
+  add(SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, nullptr);  // its flags sit behind a pointer: make glibc use clone
+
+  if (rc == 0) rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 1);
+  if (rc == 0) rc = seccomp_load(ctx);
+  seccomp_release(ctx);
+  if (rc != 0) {
+    warnings->push_back(std::string("no seccomp filter (") + std::strerror(-rc) +
+                        "): process creation, exec and sockets are not blocked");
+    return false;
+  }
+  return true;
+}
+
+}  // namespace accelopt::worker
