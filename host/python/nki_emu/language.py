@@ -4,7 +4,6 @@ Semantics per spec section 2.5 (AWS Neuron SDK 2.24 ``nki.language`` docs);
 instruction mapping for the cost model per spec 3.5.
 """
 import math
-import os
 import sys
 
 import numpy as np
@@ -125,14 +124,20 @@ def program_ndim():
     return 0
 
 
+# Where nl.device_print writes: sys.stdout as it was when the emulator was imported (the
+# host's log writer, a worker's stdout), so that kernel code redirecting sys.stdout
+# (contextlib.redirect_stdout) cannot capture tensor values.
+_PRINT_STREAM = sys.stdout
+
+
 def device_print(prefix, x, **_kwargs):
-    """Prints ``prefix`` and the values of ``x`` to the process's standard output (fd 1,
-    not ``sys.stdout``: kernel code cannot capture the values by redirecting it)."""
-    text = f"{prefix} {values(x)}\n".encode("utf-8", "replace")
+    """Prints ``prefix`` and the values of ``x`` to the standard output the emulator was
+    imported with (see ``_PRINT_STREAM``)."""
     try:
-        os.write(1, text)
-    except OSError:
-        pass
+        _PRINT_STREAM.write(f"{prefix} {values(x)}\n")
+        _PRINT_STREAM.flush()
+    except (OSError, ValueError, AttributeError):
+        pass  # a closed or missing stream: printing is best effort
 
 
 # --- helpers ----------------------------------------------------------------------------
