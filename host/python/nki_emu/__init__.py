@@ -112,6 +112,8 @@ def _execute(kernel, args, kwargs, target, tracer, compute=True):
         with np.errstate(all="ignore"), blas_threads.single_threaded():
             bound = _bind_args(fn, list(args))
             result = fn(*bound, **kwargs)
+        if run_state.error is not None:
+            raise run_state.error  # a refusal the kernel caught still refuses the kernel
         coverage.check_outputs(result, bound)
     finally:
         runtime.pop()

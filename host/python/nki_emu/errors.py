@@ -68,9 +68,19 @@ class UnwrittenOutputError(Exception):
 
 
 def fail(code, message):
-    """Raises NKICompileError(code, message) located at the kernel's source line."""
+    """Raises NKICompileError(code, message) located at the kernel's source line.
+
+    Inside a run the first error is also kept by the run (``Run.error``) and raised
+    again when the kernel returns: neuronxcc refuses a kernel before it runs, so a
+    kernel cannot catch a refusal and go on (nor use refusals that depend on data,
+    such as an out-of-bound indirect index, as an oracle)."""
     filename, lineno = _user_frame()
-    raise NKICompileError(code, message, filename, lineno)
+    exc = NKICompileError(code, message, filename, lineno)
+    from . import runtime  # imports this module
+    run = runtime.current()
+    if run is not None and run.error is None:
+        run.error = exc
+    raise exc
 
 
 def check(condition, code, message):

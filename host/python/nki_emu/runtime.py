@@ -47,6 +47,7 @@ class Run:
         self.compute = compute
         self.loops = []
         self.writes = {}
+        self.error = None  # the first NKICompileError raised in this run (errors.fail)
 
     def check_output_dependency(self, root, layout):
         """err_unexpected_output_dependencies: two iterations of an enclosing

@@ -165,7 +165,7 @@ def test_indirect_access_keeps_index_values_out_of_reach():
             nl.load(view)
         except nki_emu.NKICompileError as err:
             seen["message"] = str(err)
-    _run(k, rand(16, 8), np.array([[3], [0], [915], [7]], np.int32))
+    _refused(k, rand(16, 8), np.array([[3], [0], [915], [7]], np.int32), kind=nki_emu.NKICompileError)
     assert not any(isinstance(v, np.ndarray) and v.size > 1 for v in seen["attributes"].values()), seen
     assert "915" not in seen["message"] and "out-of-bound" in seen["message"].lower(), seen["message"]
 
@@ -284,3 +284,17 @@ def test_arrays_inside_tuple_arguments_arrive_as_hbm_tensors():
     a, b = rand(4, 4), rand(4, 4, seed=1)
     out = _run(k, ([a, b], a)).outputs
     assert seen["types"] == ["NkiTensor"] * 3 and np.array_equal(out, b)
+
+
+def test_a_caught_refusal_still_refuses_the_kernel():
+    def probing(x, idx):
+        ids = nl.load(idx)
+        try:  # an out-of-bound indirect index as a one-bit oracle on the index values
+            nl.load(x[ids[nl.arange(1)[:, None], 0], nl.arange(8)[None, :]])
+        except nki_emu.NKICompileError:
+            pass
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.load(x))
+        return out
+    err = _refused(probing, rand(16, 8), np.array([[99]], np.int32), kind=nki_emu.NKICompileError)
+    assert err.code == "err_tensor_access_out_of_bound"
