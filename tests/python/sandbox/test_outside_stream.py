@@ -93,9 +93,18 @@ def test_static_scan_flags_storage_names_and_attribute_builtin_aliases():
                    "def kernel(x):\n    return hasattr(x, '_data')\n",
                    "def kernel(x, name):\n    return hasattr(x, name)\n",
                    "import operator\n\ndef kernel(x):\n    return operator.attrgetter('arr')(x)\n",
-                   "from operator import methodcaller\n"):
+                   "from operator import methodcaller\n",
+                   "from logging.config import _resolve\n"):
         assert kinds(source) and set(kinds(source)) == {"forbidden_access"}, source
     for source in ("def kernel(x):\n    return getattr(x, 'shape')\n",
                    "def kernel(x):\n    return hasattr(x, 'shape')\n",
                    "def kernel(d):\n    return sum(d.values())\n"):
         assert kinds(source) == [], source
+
+
+
+def test_static_scan_flags_modules_that_reach_attributes_by_runtime_strings():
+    from accelopt.sandbox import static_check
+    for source in ("import string\n", "from pydoc import locate\n", "import pdb\n", "import unittest.mock\n"):
+        assert [v.kind for v in static_check.scan(source)] == ["forbidden_import"], source
+    assert static_check.scan("from neuronxcc.nki import trace\nimport neuronxcc.nki.language as nl\n") == []

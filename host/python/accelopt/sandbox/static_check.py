@@ -33,6 +33,10 @@ FORBIDDEN_MODULES = frozenset({
     "ctypes", "_ctypes", "cffi", "importlib", "imp", "pkgutil", "runpy", "zipimport", "builtins",
     "__builtin__", "gc", "inspect", "types", "code", "codeop", "marshal", "pickle", "copyreg", "dis",
     "traceback", "weakref", "_thread", "threading", "multiprocessing", "concurrent", "asyncio",
+    # attribute access and imports by runtime strings (string.Formatter().get_field,
+    # pydoc.locate), debuggers and tracers
+    "string", "pydoc", "pdb", "bdb", "trace", "tracemalloc", "unittest", "doctest", "linecache",
+    "fileinput",
     # network
     "socket", "_socket", "ssl", "select", "selectors", "http", "urllib", "urllib3", "requests",
     "ftplib", "smtplib", "telnetlib", "xmlrpc", "socketserver",
@@ -119,7 +123,7 @@ class _Scanner(ast.NodeVisitor):
             for alias in node.names:
                 if alias.name == "*":
                     continue
-                if _is_dunder(alias.name) or alias.name in FORBIDDEN_ATTRIBUTES - _NKI_ALLOWED_ATTRIBUTES:
+                if alias.name.startswith("_") or alias.name in FORBIDDEN_ATTRIBUTES - _NKI_ALLOWED_ATTRIBUTES:
                     self._add(FORBIDDEN_ACCESS, node, f"'from {node.module} import {alias.name}' is not allowed")
                 self.module_aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
         self.generic_visit(node)
