@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -45,25 +47,58 @@ std::string DidYouMeanSuffix(std::string_view word, const std::vector<std::strin
   return best ? " (did you mean '" + *best + "'?)" : "";
 }
 
-std::optional<std::chrono::milliseconds> ParseDuration(std::string_view text) {
-  std::string s(text);
-  if (s.empty()) return std::nullopt;
-  size_t pos = 0;
-  double value = 0;
-  try {
-    value = std::stod(s, &pos);
-  } catch (...) {
+std::optional<std::chrono::milliseconds> ParseDuration(std::string_view text, std::string* error) {
+  auto fail = [&](const std::string& why) -> std::optional<std::chrono::milliseconds> {
+    if (error) *error = why;
     return std::nullopt;
+  };
+  double ms = 0;
+  bool any = false;
+  size_t i = 0;
+  auto skip_spaces = [&] {
+    while (i < text.size() && text[i] == ' ') ++i;
+  };
+  while (true) {
+    skip_spaces();
+    if (i == text.size()) break;
+    size_t start = i;
+    while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
+    if (start == i) return fail(text[i] == '-' ? "must not be negative" : "expected a number");
+    double number = 0;
+    try {
+      size_t used = 0;
+      std::string digits(text.substr(start, i - start));
+      number = std::stod(digits, &used);
+      if (used != digits.size()) return fail("malformed number");
+    } catch (const std::logic_error&) {
+      return fail("malformed number");
+    }
+    skip_spaces();
+    size_t unit_start = i;
+    while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
+    std::string_view unit = text.substr(unit_start, i - unit_start);
+    double scale = 0;
+    if (unit.empty()) {
+      skip_spaces();
+      if (any || i != text.size()) return fail("missing unit");
+      scale = 1000.0;
+    } else if (unit == "ms") {
+      scale = 1.0;
+    } else if (unit == "s") {
+      scale = 1000.0;
+    } else if (unit == "m" || unit == "min") {
+      scale = 60000.0;
+    } else if (unit == "h") {
+      scale = 3600000.0;
+    } else {
+      return fail("unknown unit '" + std::string(unit) + "'");
+    }
+    ms += number * scale;
+    any = true;
   }
-  std::string unit = s.substr(pos);
-  double factor_ms = 0;
-  if (unit.empty() || unit == "s") factor_ms = 1000;
-  else if (unit == "ms") factor_ms = 1;
-  else if (unit == "m" || unit == "min") factor_ms = 60000;
-  else if (unit == "h") factor_ms = 3600000;
-  else return std::nullopt;
-  if (value < 0) return std::nullopt;
-  return std::chrono::milliseconds(static_cast<int64_t>(value * factor_ms));
+  if (!any) return fail("empty");
+  if (!std::isfinite(ms) || ms > 1e12) return fail("too long");
+  return std::chrono::milliseconds(static_cast<int64_t>(std::llround(ms)));
 }
 
 void WriteFileAtomic(const std::filesystem::path& path, std::string_view content) {

@@ -20,9 +20,13 @@ std::optional<std::string> DidYouMean(std::string_view word, const std::vector<s
 /// " (did you mean 'x'?)" or "".
 std::string DidYouMeanSuffix(std::string_view word, const std::vector<std::string>& candidates);
 
-/// Parses "250ms", "30s", "5m", "1h" or a plain number of seconds.
-/// Returns nullopt for anything else or a negative value.
-std::optional<std::chrono::milliseconds> ParseDuration(std::string_view text);
+/// Parses a duration: one or more number+unit groups ("250ms", "30s",
+/// "5m", "1h", "1m30s", "1h 5m"; units ms, s, m or min, h; fractions allowed)
+/// or a plain number of seconds ("30"). This is the one duration parser of
+/// the host: stage `timeout:`, `retry.backoff` and the `llm:` block use it.
+/// Returns milliseconds, or nullopt for anything else (negative values
+/// included); then `*error` (if given) says why ("unknown unit 'x'", ...).
+std::optional<std::chrono::milliseconds> ParseDuration(std::string_view text, std::string* error = nullptr);
 
 /// Writes `content` to `path` through a temporary file + fsync + rename, so
 /// readers never see a half-written file. Creates parent directories.

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "core/text.h"
 #include "llm/llm_error.h"
 
 namespace accelopt::llm {
@@ -124,50 +125,15 @@ int64_t ParseDurationMs(const json& value, const std::string& field) {
   if (value.is_number()) {
     ms = value.get<double>() * 1000.0;
   } else if (value.is_string()) {
+    // The host's one duration parser (core/text.h); only the message is ours.
     const std::string text = value.get<std::string>();
-    auto fail = [&](const std::string& why) -> void {
+    std::string why;
+    auto parsed = ParseDuration(text, &why);
+    if (!parsed) {
       ThrowConfigError(field + ": invalid duration \"" + text + "\" (" + why +
-                       "; use e.g. \"500ms\", \"30s\", \"2m\", \"1h\" or a number of seconds)");
-    };
-    size_t i = 0;
-    bool any = false;
-    while (i < text.size()) {
-      while (i < text.size() && text[i] == ' ') ++i;
-      if (i == text.size()) break;
-      size_t start = i;
-      while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
-      if (start == i) fail("expected a number");
-      double number = 0;
-      try {
-        size_t used = 0;
-        number = std::stod(text.substr(start, i - start), &used);
-        if (used != i - start) fail("malformed number");
-      } catch (const std::logic_error&) {
-        fail("malformed number");
-      }
-      while (i < text.size() && text[i] == ' ') ++i;
-      size_t unit_start = i;
-      while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
-      const std::string unit = text.substr(unit_start, i - unit_start);
-      double scale = 0;
-      if (unit.empty()) {
-        if (any || i != text.size()) fail("missing unit");
-        scale = 1000.0;
-      } else if (unit == "ms") {
-        scale = 1.0;
-      } else if (unit == "s") {
-        scale = 1000.0;
-      } else if (unit == "m" || unit == "min") {
-        scale = 60000.0;
-      } else if (unit == "h") {
-        scale = 3600000.0;
-      } else {
-        fail("unknown unit '" + unit + "'");
-      }
-      ms += number * scale;
-      any = true;
+                       "; use e.g. \"500ms\", \"30s\", \"2m\", \"1h\", \"1m30s\" or a number of seconds)");
     }
-    if (!any) fail("empty");
+    ms = static_cast<double>(parsed->count());
   } else {
     ThrowConfigError(field + ": expected a duration string or a number of seconds, got " + value.type_name());
   }
