@@ -10,7 +10,7 @@
 namespace accelopt {
 namespace {
 
-const std::vector<std::string> kTopLevelKeys = {"version", "name", "description", "vars", "backend", "llm", "stages"};
+const std::vector<std::string> kTopLevelKeys = {"version", "name", "description", "vars", "backend", "llm", "python_path", "stages"};
 const std::vector<std::string> kStageKeys = {"id",         "name",     "uses",  "with",     "if",
                                              "timeout",    "retry",    "on_failure", "for_each", "as",
                                              "max_parallel", "carry", "loop", "stages",
@@ -45,9 +45,10 @@ class Parser {
   nlohmann::json Json(const YAML::Node& node) { return YamlToJson(node, file_, &diagnostics_); }
 
   int64_t Duration(const YAML::Node& node, const std::string& what) {
-    auto value = node.IsScalar() ? ParseDuration(node.Scalar()) : std::nullopt;
+    std::string why = "not a scalar";
+    auto value = node.IsScalar() ? ParseDuration(node.Scalar(), &why) : std::nullopt;
     if (!value) {
-      Error(node, what + " must be a duration such as 30s, 500ms, 5m or a number of seconds");
+      Error(node, what + " must be a duration such as 30s, 500ms, 5m, 1m30s or a number of seconds (" + why + ")");
       return 0;
     }
     return value->count();
@@ -215,9 +216,37 @@ class Parser {
           continue;
         }
         nlohmann::json value = Json(node);
+        // Where each entry is, for validate's messages about values and the llm: block.
+        for (auto it = node.begin(); it != node.end(); ++it) {
+          const std::string name = it->first.Scalar();
+          if (std::string(key) == "vars") pipeline.vars_where[name] = LocationOf(it->second, file_);
+          if (std::string(key) != "llm") continue;
+          pipeline.llm_where[name] = LocationOf(it->second, file_);
+          if (!it->second.IsMap()) continue;
+          for (auto field = it->second.begin(); field != it->second.end(); ++field) {
+            pipeline.llm_where[name + "." + field->first.Scalar()] = LocationOf(field->second, file_);
+          }
+        }
+        if (std::string(key) == "llm") pipeline.llm_block_where = LocationOf(node, file_);
         if (std::string(key) == "vars") pipeline.vars = value;
         else if (std::string(key) == "backend") pipeline.backend = value;
         else pipeline.llm = value;
+      }
+    }
+    if (auto paths = root["python_path"]) {
+      // One folder or a list of them, relative to the pipeline file.
+      std::vector<YAML::Node> entries;
+      if (paths.IsScalar()) entries.push_back(paths);
+      else if (paths.IsSequence()) for (const auto& entry : paths) entries.push_back(entry);
+      else Error(paths, "python_path must be a folder or a list of folders");
+      for (const auto& entry : entries) {
+        std::string folder = String(entry, "python_path entry");
+        if (folder.empty()) continue;
+        auto absolute = (std::filesystem::absolute(file_).parent_path() / folder).lexically_normal();
+        if (!std::filesystem::is_directory(absolute)) {
+          Error(entry, "python_path folder not found: " + absolute.string() + " (paths are relative to the pipeline file)");
+        }
+        pipeline.python_path.push_back(absolute.string());
       }
     }
     if (auto stages = root["stages"]; stages && stages.IsSequence() && stages.size() > 0) {
@@ -237,11 +266,12 @@ class Parser {
 };
 
 // Applies one "a.b.c=value" override to the YAML tree.
-void ApplyOverride(YAML::Node root, const std::string& text, std::vector<Diagnostic>* diagnostics) {
+void ApplyOverride(YAML::Node root, const std::string& text, const std::string& file,
+                   std::vector<Diagnostic>* diagnostics) {
   SourceLocation where{"--set " + text};
   auto eq = text.find('=');
   if (eq == std::string::npos || eq == 0) {
-    diagnostics->push_back({where, "--set expects KEY=VALUE, e.g. --set vars.case=small"});
+    diagnostics->push_back({where, "--set expects KEY=VALUE, e.g. --set vars.cases=small"});
     return;
   }
   std::string key = text.substr(0, eq);
@@ -256,6 +286,25 @@ void ApplyOverride(YAML::Node root, const std::string& text, std::vector<Diagnos
     diagnostics->push_back({where, "--set can change vars.*, backend.*, llm.* or name, not '" + path[0] + "'" +
                                        DidYouMeanSuffix(path[0], kSettable)});
     return;
+  }
+  // vars.* and backend.* may only set names the file declares: a typo such as
+  // vars.case=small must not run the full sizes silently.
+  if ((path[0] == "vars" || path[0] == "backend") && path.size() >= 2) {
+    YAML::Node block = root[path[0]];
+    std::vector<std::string> declared;
+    if (block && block.IsMap()) {
+      for (auto it = block.begin(); it != block.end(); ++it) declared.push_back(it->first.Scalar());
+    }
+    if (std::find(declared.begin(), declared.end(), path[1]) == declared.end()) {
+      SourceLocation at = block ? LocationOf(block, file) : SourceLocation{file};
+      std::string known;
+      for (const auto& name : declared) known += (known.empty() ? "" : ", ") + name;
+      diagnostics->push_back({at, "--set " + text + ": the pipeline has no " +
+                                      (path[0] == "vars" ? "variable '" : "backend setting '") + path[1] + "'" +
+                                      DidYouMeanSuffix(path[1], declared) + " (" + path[0] + ": declares " +
+                                      (known.empty() ? "nothing" : known) + ")"});
+      return;
+    }
   }
   YAML::Node value;
   try {
@@ -298,7 +347,7 @@ Pipeline LoadPipeline(const std::filesystem::path& path, const std::vector<std::
   if (root.IsMap()) {
     // Duplicates are checked on the file as written, before overrides rebuild nodes.
     CheckDuplicateKeys(root, file, &diagnostics);
-    for (const auto& item : overrides) ApplyOverride(root, item, &diagnostics);
+    for (const auto& item : overrides) ApplyOverride(root, item, file, &diagnostics);
   }
   Parser parser(file);
   Pipeline pipeline = parser.Parse(root);

@@ -64,6 +64,13 @@ struct Pipeline {
   nlohmann::json vars = nlohmann::json::object();
   nlohmann::json backend = nlohmann::json::object();
   nlohmann::json llm = nlohmann::json::object();
+  /// `python_path:` folders (absolute; relative entries are resolved against
+  /// the pipeline's folder) added to the embedded Python's sys.path.
+  std::vector<std::string> python_path;
+  std::map<std::string, SourceLocation> vars_where;  // per variable (its value)
+  /// Locations in the `llm:` block: "<endpoint>" (its value) and "<endpoint>.<field>".
+  std::map<std::string, SourceLocation> llm_where;
+  SourceLocation llm_block_where;
   std::vector<StageSpec> stages;
   std::string resolved_yaml;  // the YAML text after overrides, for the run directory
 };
