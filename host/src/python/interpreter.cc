@@ -1,9 +1,11 @@
 #include "python/interpreter.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <sstream>
 
 #include <pybind11/embed.h>
 #include <spdlog/spdlog.h>
@@ -79,9 +81,28 @@ nlohmann::json PythonError::ToJson() const {
   return {{"kind", "python_error"}, {"type", type_}, {"message", what()}, {"traceback", traceback_}};
 }
 
-std::string HostPythonDir() {
-  if (const char* env = std::getenv("ACCELOPT_PYTHON_PATH"); env && *env) return env;
-  return ACCELOPT_PYTHON_DIR;
+std::string HostPythonDir() { return ACCELOPT_PYTHON_DIR; }
+
+std::vector<std::string> EnvPythonPaths() {
+  std::vector<std::string> paths;
+  const char* env = std::getenv("ACCELOPT_PYTHON_PATH");
+  if (env == nullptr) return paths;
+  std::stringstream parts(env);
+  for (std::string part; std::getline(parts, part, ':');) {
+    if (!part.empty() && part != HostPythonDir()) paths.push_back(part);
+  }
+  return paths;
+}
+
+std::vector<std::string> SysPathEntries(const std::vector<std::string>& extra_paths) {
+  std::vector<std::string> entries{HostPythonDir()};
+  for (const auto& path : EnvPythonPaths()) entries.push_back(path);
+  for (const auto& path : extra_paths) entries.push_back(path);
+  std::vector<std::string> unique;
+  for (const auto& entry : entries) {
+    if (std::find(unique.begin(), unique.end(), entry) == unique.end()) unique.push_back(entry);
+  }
+  return unique;
 }
 
 void Initialize(const std::vector<std::string>& extra_paths) {
@@ -97,8 +118,8 @@ void Initialize(const std::vector<std::string>& extra_paths) {
     {
       py::module_ sys = py::module_::import("sys");
       py::list path = sys.attr("path");
-      for (auto it = extra_paths.rbegin(); it != extra_paths.rend(); ++it) path.insert(0, *it);
-      path.insert(0, HostPythonDir());
+      auto entries = SysPathEntries(extra_paths);
+      for (auto it = entries.rbegin(); it != entries.rend(); ++it) path.insert(0, *it);
       py::module_ host = py::module_::import("_accelopt_host");
       sys.attr("stdout") = host.attr("LogWriter")(static_cast<int>(spdlog::level::info));
       sys.attr("stderr") = host.attr("LogWriter")(static_cast<int>(spdlog::level::warn));
@@ -174,6 +195,27 @@ nlohmann::json CallJson(const std::string& module, const std::string& function, 
       py::module_ json = py::module_::import("json");
       py::object fn = py::module_::import(module.c_str()).attr(function.c_str());
       py::object value = fn(json.attr("loads")(arg.dump()));
+      result = json.attr("dumps")(value, py::arg("allow_nan") = true).cast<std::string>();
+    } catch (py::error_already_set& error) {
+      throw ConvertError(error);
+    }
+  }
+  return ParsePythonJson(std::move(result));
+}
+
+nlohmann::json CallJsonArgs(const std::string& module, const std::string& function, const nlohmann::json& args,
+                            const nlohmann::json& kwargs) {
+  if (!args.is_array()) throw std::invalid_argument(module + "." + function + ": positional arguments must be a JSON array");
+  if (!kwargs.is_object()) throw std::invalid_argument(module + "." + function + ": keyword arguments must be a JSON object");
+  std::string result;
+  {
+    py::gil_scoped_acquire gil;
+    try {
+      py::module_ json = py::module_::import("json");
+      py::object fn = py::module_::import(module.c_str()).attr(function.c_str());
+      py::tuple positional(json.attr("loads")(args.dump()));
+      py::dict keywords(json.attr("loads")(kwargs.dump()));
+      py::object value = fn(*positional, **keywords);
       result = json.attr("dumps")(value, py::arg("allow_nan") = true).cast<std::string>();
     } catch (py::error_already_set& error) {
       throw ConvertError(error);

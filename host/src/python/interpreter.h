@@ -37,11 +37,19 @@ struct InterpreterInfo {
   std::string numpy_file;
 };
 
-/// Starts the interpreter (idempotent). Adds the host's Python directory
-/// (ACCELOPT_PYTHON_PATH, else the source tree's host/python) and
-/// `extra_paths` to sys.path, routes sys.stdout/sys.stderr into spdlog and
+/// Starts the interpreter (idempotent). Puts SysPathEntries(extra_paths) at
+/// the front of sys.path, routes sys.stdout/sys.stderr into spdlog and
 /// imports NumPy eagerly. Throws PythonError if NumPy cannot be imported.
 void Initialize(const std::vector<std::string>& extra_paths = {});
+
+/// The folders ACCELOPT_PYTHON_PATH adds (colon-separated; empty entries and
+/// the host's own folder skipped). They add to the host's folder, never replace it.
+std::vector<std::string> EnvPythonPaths();
+
+/// The sys.path entries the host adds, in order and without duplicates:
+/// HostPythonDir(), then EnvPythonPaths(), then `extra_paths`.
+std::vector<std::string> SysPathEntries(const std::vector<std::string>& extra_paths = {});
+
 
 /// True once Initialize() succeeded.
 bool IsInitialized();
@@ -50,6 +58,13 @@ bool IsInitialized();
 /// result must be JSON-serialisable). Thread-safe; takes the GIL.
 /// Throws PythonError with the formatted traceback on any exception.
 nlohmann::json CallJson(const std::string& module, const std::string& function, const nlohmann::json& arg);
+
+/// Returns `module.function(*args, **kwargs)` as JSON, where `args` is a JSON
+/// array and `kwargs` a JSON object. Thread-safe; takes the GIL. Throws
+/// std::invalid_argument for other shapes and PythonError with the formatted
+/// traceback on any Python exception.
+nlohmann::json CallJsonArgs(const std::string& module, const std::string& function, const nlohmann::json& args,
+                            const nlohmann::json& kwargs = nlohmann::json::object());
 
 /// JSON plus binary attachments ("blobs": raw array bytes that must not
 /// travel as text). Used between the trusted harness and the workers.
@@ -73,7 +88,8 @@ void Exec(const std::string& source);
 /// Interpreter facts (executable, version, NumPy version and location).
 InterpreterInfo Info();
 
-/// The directory holding the host's Python packages (nki_emu, accelopt).
+/// The directory holding the host's Python packages (nki_emu, accelopt): the
+/// source tree's host/python. ACCELOPT_PYTHON_PATH does not change it.
 std::string HostPythonDir();
 
 }  // namespace accelopt::python

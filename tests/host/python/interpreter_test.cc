@@ -39,3 +39,21 @@ TEST_CASE("Python calls from several threads are serialised by the GIL", "[pytho
   for (auto& t : threads) t.join();
   for (double s : sums) CHECK(s == 64.0 * 64 * 64);
 }
+
+TEST_CASE("CallJsonArgs passes positional and keyword arguments", "[python]") {
+  using nlohmann::json;
+  CHECK(accelopt::python::CallJsonArgs("json", "dumps", json::array({{{"b", 1}, {"a", 2}}}), {{"sort_keys", true}}) ==
+        "{\"a\": 2, \"b\": 1}");
+  CHECK(accelopt::python::CallJsonArgs("builtins", "max", json::array({3, 9, 4})) == 9);
+  CHECK_THROWS_AS(accelopt::python::CallJsonArgs("builtins", "max", json::object()), std::invalid_argument);
+  CHECK_THROWS_WITH(accelopt::python::CallJsonArgs("builtins", "max", json::array()), Catch::Contains("TypeError: max expected at least 1 argument"));
+}
+
+TEST_CASE("ACCELOPT_PYTHON_PATH adds folders to the host's own, never replaces it", "[python]") {
+  namespace py = accelopt::python;
+  ::setenv("ACCELOPT_PYTHON_PATH", ("/tmp/a::/tmp/b:" + py::HostPythonDir()).c_str(), 1);
+  auto entries = py::SysPathEntries({"/tmp/c", "/tmp/a"});
+  ::unsetenv("ACCELOPT_PYTHON_PATH");
+  CHECK(entries == std::vector<std::string>{py::HostPythonDir(), "/tmp/a", "/tmp/b", "/tmp/c"});
+  CHECK(py::HostPythonDir() == ACCELOPT_PYTHON_DIR);
+}
