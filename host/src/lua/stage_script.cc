@@ -52,13 +52,14 @@ void CallChunk(lua_State* L, Context& ctx) {
   lua_insert(L, 3);  // stack: ud chunk run table
 }
 
-/// Driver: stack: ud, chunk -> description, params
+/// Driver: stack: ud, chunk -> description, params, outputs
 int InfoDriver(lua_State* L, Context& ctx) {
   CallChunk(L, ctx);
   if (lua_isnil(L, 4)) {
     lua_pushnil(L);
     lua_pushnil(L);
-    return 2;
+    lua_pushnil(L);
+    return 3;
   }
   int description_type = lua_getfield(L, 4, "description");
   if (description_type != LUA_TNIL && description_type != LUA_TSTRING) {
@@ -68,7 +69,11 @@ int InfoDriver(lua_State* L, Context& ctx) {
   if (params_type != LUA_TNIL && params_type != LUA_TTABLE) {
     luaL_error(L, "%s: 'params' must be a table (it is %s)", ctx.chunk_name.c_str(), luaL_typename(L, -1));
   }
-  return 2;
+  int outputs_type = lua_getfield(L, 4, "outputs");
+  if (outputs_type != LUA_TNIL && outputs_type != LUA_TTABLE) {
+    luaL_error(L, "%s: 'outputs' must be a table (it is %s)", ctx.chunk_name.c_str(), luaL_typename(L, -1));
+  }
+  return 3;
 }
 
 /// Driver: stack: ud (the input json), chunk -> outputs
@@ -98,8 +103,10 @@ void ValidateParams(const json& params, const std::string& chunk) {
         if (!value.is_boolean()) fail(name + ".required", "must be a boolean");
       } else if (field == "doc") {
         if (!value.is_string()) fail(name + ".doc", "must be a string");
+      } else if (field == "enum") {
+        if (!value.is_array() || value.empty()) fail(name + ".enum", "must be a non-empty list of the allowed values");
       } else if (field != "default") {
-        fail(name + "." + field, "unknown field (expected type, required, default, doc)");
+        fail(name + "." + field, "unknown field (expected type, required, default, doc, enum)");
       }
     }
   }
@@ -114,16 +121,24 @@ StageScriptInfo LoadStageInfoFromSource(std::string_view source, const std::stri
   lua_State* L = sandbox.state();
   sandbox.OpenStageEnv();
   sandbox.LoadChunk(source);
-  sandbox.Call(Trampoline<InfoDriver>, nullptr, 1, 2);
+  sandbox.Call(Trampoline<InfoDriver>, nullptr, 1, 3);
   StageScriptInfo info;
-  if (lua_type(L, -2) == LUA_TSTRING) {
+  if (lua_type(L, -3) == LUA_TSTRING) {
     size_t n = 0;
-    const char* s = lua_tolstring(L, -2, &n);
+    const char* s = lua_tolstring(L, -3, &n);
     info.description.assign(s, n);
   }
   if (!lua_isnil(L, -1)) {
     try {
-      info.params = ToJson(L, -1, "params");
+      info.outputs = ToJson(L, -1, "outputs");
+    } catch (const LuaError& e) {
+      throw LuaError("script_error", chunk_name + ": " + e.what());
+    }
+    if (!info.outputs.is_object()) throw LuaError("script_error", chunk_name + ": 'outputs' must be a table of output fields by name");
+  }
+  if (!lua_isnil(L, -2)) {
+    try {
+      info.params = ToJson(L, -2, "params");
     } catch (const LuaError& e) {
       throw LuaError("script_error", chunk_name + ": " + e.what());
     }

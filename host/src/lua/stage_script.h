@@ -5,6 +5,7 @@
 //   return {
 //     description = "One line shown by `accelopt-host stages`.",
 //     params = { cases = { type = "array", required = true, doc = "..." } },
+//     outputs = { cases = { type = "array", doc = "..." } },   -- optional
 //     run = function(input) ... return outputs end,
 //   }
 //
@@ -28,8 +29,12 @@ struct StageScriptInfo {
   std::string description;
   /// `with:` parameter schema, same shape as native stages:
   /// {name: {"type": "string|integer|number|boolean|array|object|any",
-  ///         "required": bool, "default": <json>, "doc": "..."}}; {} if none.
+  ///         "required": bool, "default": <json>, "doc": "...",
+  ///         "enum": [allowed values]}}; {} if none.
   nlohmann::json params = nlohmann::json::object();
+  /// Fields of the table `run` returns, from the script's `outputs`:
+  /// {name: {"type": ..., "doc": "..."}}; {} if none (not checked further here).
+  nlohmann::json outputs = nlohmann::json::object();
 };
 
 /// Runs the chunk of `script` (without calling `run`) and returns its

@@ -159,19 +159,25 @@ json ApplyDefaults(const json& with, const json& params) {
   return out;
 }
 
-void CheckResolvedTypes(const json& with, const json& params, const std::string& uses) {
-  for (const auto& [name, value] : with.items()) {
-    if (!params.contains(name)) continue;
-    std::string type = params[name].value("type", "any");
-    if (!MatchesParamType(value, type)) {
-      throw StageError("config_error", "parameter '" + name + "' of " + uses + " must be of type " + type +
-                                           " after expressions were resolved, got " + value.type_name() + " " +
-                                           value.dump().substr(0, 200));
-    }
-  }
+// The resolved `with` against the stage's schema, with validate's messages
+// (pipeline/param_check.h), the YAML location and the expression text.
+void CheckResolvedTypes(const json& with, const json& params, const std::string& uses, const StageSpec& spec) {
+  auto where = [&](const std::string& name) {
+    return (spec.with_where.count(name) ? spec.with_where.at(name) : spec.where).ToString() + ": ";
+  };
+  auto expression = [&](const std::string& name) -> std::string {
+    if (!spec.with.contains(name) || !ContainsExpression(spec.with[name])) return "";
+    return spec.with[name].is_string() ? spec.with[name].get<std::string>() : spec.with[name].dump();
+  };
   for (const auto& [name, param] : params.items()) {
     if (param.value("required", false) && (!with.contains(name) || with[name].is_null())) {
-      throw StageError("config_error", "required parameter '" + name + "' of " + uses + " resolved to null");
+      throw StageError("config_error", where(name) + MissingParamMessage(name, uses, expression(name)));
+    }
+  }
+  for (const auto& [name, value] : with.items()) {
+    if (!params.contains(name)) continue;
+    if (auto problem = CheckParamValue(value, params[name])) {
+      throw StageError("config_error", where(name) + ParamProblemMessage(name, uses, *problem, expression(name)));
     }
   }
 }
@@ -310,7 +316,7 @@ json Executor::Invoke(const StageSpec& spec, const fs::path& dir, const json& co
   fs::remove(dir / "outputs.json", ignored);
   fs::remove(dir / "status.json", ignored);
   run_dir_.WriteJson(dir / "inputs.json", {{"uses", spec.uses}, {"with", with}});
-  CheckResolvedTypes(with, params, stage->Uses());
+  CheckResolvedTypes(with, params, stage->Uses(), spec);
 
   StageInvocation invocation;
   invocation.stage_id = label;

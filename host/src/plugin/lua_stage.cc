@@ -2,6 +2,7 @@
 
 #include "core/errors.h"
 #include "lua/stage_script.h"
+#include "pipeline/param_check.h"
 
 namespace accelopt {
 namespace {
@@ -14,6 +15,7 @@ class LuaScriptStage : public Stage {
   std::string Uses() const override { return uses_; }
   std::string Description() const override { return info_.description; }
   nlohmann::json Params() const override { return info_.params; }
+  nlohmann::json Outputs() const override { return info_.outputs; }
   std::string Origin() const override { return script_.string(); }
 
   nlohmann::json Run(const StageInvocation& invocation) const override {
@@ -50,7 +52,16 @@ class LuaScriptStage : public Stage {
 
 std::shared_ptr<Stage> MakeLuaStage(const std::filesystem::path& script, const std::string& uses_text) {
   try {
-    return std::make_shared<LuaScriptStage>(script, uses_text, lua::LoadStageInfo(script));
+    lua::StageScriptInfo info = lua::LoadStageInfo(script);
+    // The same schema rules as native stages (enum values of the right type, ...).
+    std::vector<Diagnostic> problems;
+    for (const char* what : {"params", "outputs"}) {
+      for (const auto& problem : CheckSchema(what == std::string("params") ? info.params : info.outputs, what)) {
+        problems.push_back({SourceLocation{script.string()}, "Lua stage " + uses_text + ": " + problem});
+      }
+    }
+    if (!problems.empty()) throw ConfigError(problems);
+    return std::make_shared<LuaScriptStage>(script, uses_text, std::move(info));
   } catch (const lua::LuaError& error) {
     SourceLocation where{script.string()};
     std::string message = error.what();

@@ -34,8 +34,11 @@ class Stage {
   /// "native:<name>" or "lua:<path as written>".
   virtual std::string Uses() const = 0;
   virtual std::string Description() const = 0;
-  /// {param: {type, required, default, doc}}.
+  /// {param: {type, required, default, doc, enum?}} (pipeline/param_check.h).
   virtual nlohmann::json Params() const = 0;
+  /// The declared output fields {field: {type, doc, enum?}} (docs/plugins.md);
+  /// {} when the stage declares none (then references are not checked).
+  virtual nlohmann::json Outputs() const { return nlohmann::json::object(); }
   /// Where it comes from (plugin .so path or script path).
   virtual std::string Origin() const = 0;
   /// Runs once. Returns outputs; throws StageError on failure.
