@@ -62,18 +62,38 @@ json Concurrent(StageContext& ctx) {
 // Returns with.value itself as the outputs (e.g. {"ok": false}).
 json Return(StageContext& ctx) { return ctx.With().value("value", json::object()); }
 
+// Fails with a message that is not valid UTF-8 (the SDK's error path must not throw).
+json BadUtf8(StageContext&) { throw StageFailure("boom", "bad byte \xff here", {{"raw", "\xfe"}}); }
+
+// Returns with.mode (declared with an enum).
+json Choice(StageContext& ctx) { return {{"mode", ctx.With().value("mode", "")}}; }
+
+// Calls with.module.with.function(*with.args, **with.kwargs) through python_call_args.
+json PythonArgs(StageContext& ctx) {
+  return {{"result", ctx.PythonCallArgs(ctx.With().at("module"), ctx.With().at("function"),
+                                        ctx.With().value("args", json::array()), ctx.With().value("kwargs", json::object()))}};
+}
+
 const AccelStageDescriptor kStages[] = {
     ACCELOPT_STAGE("test_return", "Return `value` as the outputs.", R"JSON({"value": {"type": "any"}})JSON", Return),
     ACCELOPT_STAGE("test_concurrent", "Sleep and report the peak number of concurrent calls.",
                    R"JSON({"ms": {"type": "integer", "default": 50}})JSON", Concurrent),
     ACCELOPT_STAGE("test_echo", "Echo `value`.", R"JSON({"value": {"type": "any", "doc": "anything"}})JSON", Echo),
-    ACCELOPT_STAGE("test_add", "Add two integers.",
-                   R"JSON({"a": {"type": "integer", "required": true}, "b": {"type": "integer", "default": 0}})JSON", Add),
+    ACCELOPT_STAGE_WITH_OUTPUTS("test_add", "Add two integers.",
+                                R"JSON({"a": {"type": "integer", "required": true}, "b": {"type": "integer", "default": 0}})JSON",
+                                R"JSON({"sum": {"type": "integer", "doc": "a + b"}})JSON", Add),
     ACCELOPT_STAGE("test_maybe_fail", "Fail on request.",
                    R"JSON({"fail": {"type": "boolean", "default": false}, "kind": {"type": "string"}})JSON", MaybeFail),
     ACCELOPT_STAGE("test_sleep", "Sleep some milliseconds.", R"JSON({"ms": {"type": "integer", "required": true}})JSON", Sleep),
     ACCELOPT_STAGE("test_flaky", "Fail the first N calls.",
                    R"JSON({"failures": {"type": "integer", "default": 0}, "key": {"type": "string"}})JSON", Flaky),
+    ACCELOPT_STAGE("test_bad_utf8", "Fail with a message that is not UTF-8.", R"JSON({})JSON", BadUtf8),
+    ACCELOPT_STAGE_WITH_OUTPUTS("test_choice", "Return `mode`, one of a closed set.",
+                                R"JSON({"mode": {"type": "string", "default": "fast", "enum": ["fast", "slow"]}})JSON",
+                                R"JSON({"mode": {"type": "string", "enum": ["fast", "slow"]}})JSON", Choice),
+    ACCELOPT_STAGE("test_python_args", "Call Python with positional and keyword arguments.",
+                   R"JSON({"module": {"type": "string", "required": true}, "function": {"type": "string", "required": true},
+                           "args": {"type": "array"}, "kwargs": {"type": "object"}})JSON", PythonArgs),
 };
 
 }  // namespace

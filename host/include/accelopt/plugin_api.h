@@ -5,13 +5,21 @@
  *     const AccelPluginInfo* accelopt_plugin_info(void);
  *
  * The host dlopen()s the library (RTLD_NOW | RTLD_LOCAL), calls that
- * function and refuses the plugin unless `api_version` equals the host's
- * ACCELOPT_PLUGIN_API_VERSION. Everything that crosses the boundary is plain
+ * function and refuses the plugin unless `api_version` lies between the host's
+ * ACCELOPT_PLUGIN_API_MIN_VERSION and ACCELOPT_PLUGIN_API_VERSION. Everything that crosses the boundary is plain
  * C: stage inputs and outputs are UTF-8 JSON texts, so host and plugin may be
  * built with different compilers or standard libraries.
  *
  * Bump ACCELOPT_PLUGIN_API_VERSION on any change to these structs.
  * C++ plugin authors should use accelopt/plugin_sdk.hpp instead of this file.
+ *
+ * Versions:
+ *   1  the first ABI.
+ *   2  AccelStageDescriptor gains `outputs_json` (declared outputs) at its
+ *      end; AccelHostApi gains `python_call_args` (positional and keyword
+ *      arguments) at its end. The host still loads version-1 plugins (their
+ *      stages declare no outputs); a plugin built for version 2 needs a
+ *      version-2 host.
  */
 #ifndef ACCELOPT_PLUGIN_API_H
 #define ACCELOPT_PLUGIN_API_H
@@ -23,7 +31,9 @@
 extern "C" {
 #endif
 
-#define ACCELOPT_PLUGIN_API_VERSION 1u
+#define ACCELOPT_PLUGIN_API_VERSION 2u
+/* The oldest plugin API version this host still loads. */
+#define ACCELOPT_PLUGIN_API_MIN_VERSION 1u
 #define ACCELOPT_PLUGIN_ENTRY_SYMBOL "accelopt_plugin_info"
 
 /* Log levels accepted by AccelHostApi.log (spdlog's order). */
@@ -37,7 +47,7 @@ enum AccelLogLevel {
 
 /* Services the host lends to a running stage. Valid only during `run`. */
 typedef struct AccelHostApi {
-  uint32_t api_version; /* == ACCELOPT_PLUGIN_API_VERSION */
+  uint32_t api_version; /* the host's ACCELOPT_PLUGIN_API_VERSION (>= 2: python_call_args exists) */
   void* ctx;            /* opaque; pass back to every callback */
 
   /* Log one message on behalf of the stage (prefixed with its id). */
@@ -78,6 +88,14 @@ typedef struct AccelHostApi {
   char* (*isolated_call)(void* ctx, const char* module, const char* function,
                          const char* json_arg, const char* limits_json,
                          char** error_json);
+
+  /* Since version 2. Calls `module.function(*args, **kwargs)` in the
+   * embedded Python, where args_json is a JSON array (or NULL: no positional
+   * arguments) and kwargs_json a JSON object (or NULL: none). Result and
+   * errors as python_call. */
+  char* (*python_call_args)(void* ctx, const char* module, const char* function,
+                            const char* args_json, const char* kwargs_json,
+                            char** error_json);
 } AccelHostApi;
 
 /* One stage a plugin provides. */
@@ -86,7 +104,8 @@ typedef struct AccelStageDescriptor {
   const char* description; /* one line, shown by `accelopt-host stages` */
   /* JSON object describing the `with:` parameters:
    *   {"param": {"type": "string|integer|number|boolean|array|object|any",
-   *              "required": true|false, "default": <json>, "doc": "..."}} */
+   *              "required": true|false, "default": <json>, "doc": "...",
+   *              "enum": [<allowed values>]}} */
   const char* params_json;
 
   /* Run the stage. `input_json` is an object:
@@ -100,10 +119,16 @@ typedef struct AccelStageDescriptor {
   int (*run)(const AccelHostApi* host, const char* input_json,
              char** output_json, char** error_json);
   void (*free_string)(char* text);
+
+  /* Since version 2. JSON object describing the fields of the outputs
+   * object: {"field": {"type": "...", "doc": "...", "enum"?: [...]}}, or
+   * NULL (none declared). `validate` checks `stages.<id>.outputs.<field>`
+   * references against it; `accelopt-host stages` lists it. */
+  const char* outputs_json;
 } AccelStageDescriptor;
 
 typedef struct AccelPluginInfo {
-  uint32_t api_version; /* must equal ACCELOPT_PLUGIN_API_VERSION */
+  uint32_t api_version; /* ACCELOPT_PLUGIN_API_MIN_VERSION..ACCELOPT_PLUGIN_API_VERSION */
   const char* plugin_name;
   const char* plugin_version;
   size_t num_stages;

@@ -8,12 +8,16 @@
 //   }
 //   static const AccelStageDescriptor kStages[] = {
 //       ACCELOPT_STAGE("hello", "Greets somebody.", R"({"who": {"type": "string"}})", RunHello),
+//       ACCELOPT_STAGE_WITH_OUTPUTS("hello2", "Greets somebody.", R"({"who": {"type": "string"}})",
+//                                   R"({"greeting": {"type": "string", "doc": "the greeting"}})", RunHello),
 //   };
 //   ACCELOPT_EXPORT_PLUGIN("hello", "1.0.0", kStages)
 //
 // Exceptions never cross the C boundary: a thrown StageFailure becomes the
-// stage's error {kind, message, details}; any other std::exception becomes
-// kind "stage_error".
+// stage's error {kind, message, details}; any other exception becomes kind
+// "stage_error". The error path itself cannot throw: JSON is dumped with
+// invalid UTF-8 replaced by U+FFFD, and allocation failures return a fixed
+// text (RunTrampoline is noexcept).
 #pragma once
 
 #include <cstdlib>
@@ -62,7 +66,7 @@ class StageContext {
   /// StageFailure with the LLM error kind (llm_rate_limit, llm_timeout, ...).
   nlohmann::json LlmChat(const nlohmann::json& request) const {
     char* error = nullptr;
-    char* result = host_->llm_chat(host_->ctx, request.dump().c_str(), &error);
+    char* result = host_->llm_chat(host_->ctx, Dump(request).c_str(), &error);
     return TakeResult(result, error, "llm_error", "LLM call");
   }
 
@@ -71,9 +75,24 @@ class StageContext {
   nlohmann::json IsolatedCall(const std::string& module, const std::string& function, const nlohmann::json& arg,
                               const nlohmann::json& limits) const {
     char* error = nullptr;
-    char* result = host_->isolated_call(host_->ctx, module.c_str(), function.c_str(), arg.dump().c_str(),
-                                        limits.dump().c_str(), &error);
+    char* result = host_->isolated_call(host_->ctx, module.c_str(), function.c_str(), Dump(arg).c_str(),
+                                        Dump(limits).c_str(), &error);
     return TakeResult(result, error, "worker_error", module + "." + function);
+  }
+
+  /// Calls module.function(*args, **kwargs) in the embedded interpreter
+  /// (`args` a JSON array, `kwargs` a JSON object). Needs a host of plugin API
+  /// version 2 or later. Throws StageFailure(kind "python_error", ...) with the
+  /// traceback in details.
+  nlohmann::json PythonCallArgs(const std::string& module, const std::string& function, const nlohmann::json& args,
+                                const nlohmann::json& kwargs = nlohmann::json::object()) const {
+    if (host_->api_version < 2 || host_->python_call_args == nullptr) {
+      throw StageFailure("python_error", "python_call_args needs a host of plugin API version 2 or later");
+    }
+    char* error = nullptr;
+    char* result = host_->python_call_args(host_->ctx, module.c_str(), function.c_str(), Dump(args).c_str(),
+                                           Dump(kwargs).c_str(), &error);
+    return TakeResult(result, error, "python_error", module + "." + function);
   }
 
   /// Calls module.function(arg) in the embedded interpreter.
@@ -81,7 +100,7 @@ class StageContext {
   nlohmann::json PythonCall(const std::string& module, const std::string& function,
                             const nlohmann::json& arg) const {
     char* error = nullptr;
-    char* result = host_->python_call(host_->ctx, module.c_str(), function.c_str(), arg.dump().c_str(), &error);
+    char* result = host_->python_call(host_->ctx, module.c_str(), function.c_str(), Dump(arg).c_str(), &error);
     if (result == nullptr) {
       nlohmann::json err = nlohmann::json::parse(error ? error : "{}", nullptr, false);
       if (error) host_->free_string(error);
@@ -94,6 +113,10 @@ class StageContext {
   }
 
  private:
+  static std::string Dump(const nlohmann::json& value) {
+    return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+
   nlohmann::json TakeResult(char* result, char* error, const char* default_kind, const std::string& what) const {
     if (result == nullptr) {
       nlohmann::json err = nlohmann::json::parse(error ? error : "{}", nullptr, false);
@@ -110,36 +133,69 @@ class StageContext {
   nlohmann::json input_;
 };
 
-inline char* CopyString(const std::string& text) {
+/// A malloc'd copy of `text` (freed by FreeString), or NULL if out of memory.
+inline char* CopyString(const std::string& text) noexcept {
   char* out = static_cast<char*>(std::malloc(text.size() + 1));
-  std::memcpy(out, text.c_str(), text.size() + 1);
+  if (out != nullptr) std::memcpy(out, text.c_str(), text.size() + 1);
   return out;
 }
 
-inline void FreeString(char* text) { std::free(text); }
+inline void FreeString(char* text) noexcept { std::free(text); }
+
+/// The error JSON {kind, message, details} as a malloc'd text. Never throws:
+/// invalid UTF-8 becomes U+FFFD, and if even that fails (out of memory) a
+/// fixed text of the same shape is returned.
+inline char* ErrorText(const std::string& kind, const std::string& message, const nlohmann::json& details) noexcept {
+  try {
+    nlohmann::json error = {{"kind", kind}, {"message", message}, {"details", details}};
+    return CopyString(error.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  } catch (...) {
+    return CopyString(R"({"kind": "stage_error", "message": "the stage failed and its error could not be encoded", "details": null})");
+  }
+}
 
 /// Adapts `nlohmann::json Fn(StageContext&)` to AccelStageDescriptor::run.
+/// Outputs are dumped strictly: outputs with invalid UTF-8 are a stage error
+/// (kind "bad_output"), not silently altered.
 template <nlohmann::json (*Fn)(StageContext&)>
-int RunTrampoline(const AccelHostApi* host, const char* input_json, char** output_json, char** error_json) {
-  nlohmann::json error;
+int RunTrampoline(const AccelHostApi* host, const char* input_json, char** output_json, char** error_json) noexcept {
   try {
     StageContext ctx(host, nlohmann::json::parse(input_json));
-    *output_json = CopyString(Fn(ctx).dump());
-    return 0;
+    nlohmann::json outputs = Fn(ctx);
+    std::string text;
+    try {
+      text = outputs.dump();
+    } catch (const nlohmann::json::type_error& error) {
+      *error_json = ErrorText("bad_output", std::string("the stage's outputs are not valid JSON: ") + error.what(), nullptr);
+      return 1;
+    }
+    *output_json = CopyString(text);
+    if (*output_json != nullptr) return 0;
+    *error_json = ErrorText("stage_error", "out of memory while returning the outputs", nullptr);
   } catch (const StageFailure& failure) {
-    error = {{"kind", failure.kind}, {"message", failure.what()}, {"details", failure.details}};
+    *error_json = ErrorText(failure.kind, failure.what(), failure.details);
   } catch (const std::exception& ex) {
-    error = {{"kind", "stage_error"}, {"message", ex.what()}, {"details", nullptr}};
+    *error_json = ErrorText("stage_error", ex.what(), nullptr);
+  } catch (...) {
+    *error_json = ErrorText("stage_error", "the stage threw a non-standard exception", nullptr);
   }
-  *error_json = CopyString(error.dump());
   return 1;
 }
 
 }  // namespace accelopt::sdk
 
 /// One entry of a plugin's stage table.
-#define ACCELOPT_STAGE(name, description, params_json, fn) \
-  AccelStageDescriptor { name, description, params_json, &::accelopt::sdk::RunTrampoline<fn>, &::accelopt::sdk::FreeString }
+#define ACCELOPT_STAGE(name, description, params_json, fn)                                                        \
+  AccelStageDescriptor {                                                                                           \
+    name, description, params_json, &::accelopt::sdk::RunTrampoline<fn>, &::accelopt::sdk::FreeString, nullptr \
+  }
+
+/// One entry of a plugin's stage table that also declares its outputs
+/// ({"field": {"type", "doc"}}; shown by `accelopt-host stages`, checked by `validate`).
+#define ACCELOPT_STAGE_WITH_OUTPUTS(name, description, params_json, outputs_json, fn)                                 \
+  AccelStageDescriptor {                                                                                              \
+    name, description, params_json, &::accelopt::sdk::RunTrampoline<fn>, &::accelopt::sdk::FreeString, outputs_json \
+  }
 
 /// Exports accelopt_plugin_info() for a static stage table.
 #define ACCELOPT_EXPORT_PLUGIN(plugin_name, plugin_version, stage_table)                               \

@@ -10,6 +10,7 @@
 
 #include "accelopt/plugin_api.h"
 #include "core/errors.h"
+#include "pipeline/param_check.h"
 #include "plugin/host_services.h"
 #include "python/interpreter.h"
 
@@ -27,18 +28,46 @@ void HostLog(void* ctx, int level, const char* message) {
 
 char* CopyCString(const std::string& text) {
   char* out = static_cast<char*>(std::malloc(text.size() + 1));
+  if (out == nullptr) throw std::bad_alloc();
   std::memcpy(out, text.c_str(), text.size() + 1);
   return out;
+}
+
+// JSON text for the plugin; invalid UTF-8 (e.g. in a Python message) becomes U+FFFD.
+std::string Dump(const nlohmann::json& value) { return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+
+// Hands `error` to the plugin; never throws (it runs inside catch handlers).
+void SetError(char** error_json, const nlohmann::json& error) noexcept {
+  if (error_json == nullptr) return;
+  try {
+    *error_json = CopyCString(Dump(error));
+  } catch (...) {
+    *error_json = nullptr;
+  }
 }
 
 char* HostPythonCall(void* ctx, const char* module, const char* function, const char* json_arg, char** error_json) {
   try {
     auto arg = nlohmann::json::parse(json_arg ? json_arg : "null");
-    return CopyCString(python::CallJson(module, function, arg).dump());
+    return CopyCString(Dump(python::CallJson(module, function, arg)));
   } catch (const python::PythonError& error) {
-    if (error_json) *error_json = CopyCString(error.ToJson().dump());
+    SetError(error_json, error.ToJson());
   } catch (const std::exception& error) {
-    if (error_json) *error_json = CopyCString(nlohmann::json{{"kind", "python_error"}, {"message", error.what()}, {"traceback", ""}}.dump());
+    SetError(error_json, {{"kind", "python_error"}, {"message", error.what()}, {"traceback", ""}});
+  }
+  return nullptr;
+}
+
+char* HostPythonCallArgs(void* ctx, const char* module, const char* function, const char* args_json,
+                         const char* kwargs_json, char** error_json) {
+  try {
+    auto args = nlohmann::json::parse(args_json ? args_json : "[]");
+    auto kwargs = nlohmann::json::parse(kwargs_json ? kwargs_json : "{}");
+    return CopyCString(Dump(python::CallJsonArgs(module, function, args, kwargs)));
+  } catch (const python::PythonError& error) {
+    SetError(error_json, error.ToJson());
+  } catch (const std::exception& error) {
+    SetError(error_json, {{"kind", "python_error"}, {"message", error.what()}, {"traceback", ""}});
   }
   return nullptr;
 }
@@ -56,13 +85,13 @@ void HostFree(char* text) { std::free(text); }
 template <typename Fn>
 char* CallService(char** error_json, Fn&& fn) {
   try {
-    return CopyCString(fn().dump());
+    return CopyCString(Dump(fn()));
   } catch (const StageError& error) {
-    if (error_json) *error_json = CopyCString(error.ToJson().dump());
+    SetError(error_json, error.ToJson());
   } catch (const python::PythonError& error) {
-    if (error_json) *error_json = CopyCString(error.ToJson().dump());
+    SetError(error_json, error.ToJson());
   } catch (const std::exception& error) {
-    if (error_json) *error_json = CopyCString(nlohmann::json{{"kind", "host_error"}, {"message", error.what()}}.dump());
+    SetError(error_json, {{"kind", "host_error"}, {"message", error.what()}});
   }
   return nullptr;
 }
@@ -88,30 +117,77 @@ char* HostIsolatedCall(void* ctx, const char* module, const char* function, cons
   });
 }
 
+// AccelStageDescriptor as plugins of API version 1 lay it out (no outputs_json).
+struct StageDescriptorV1 {
+  const char* name;
+  const char* description;
+  const char* params_json;
+  int (*run)(const AccelHostApi* host, const char* input_json, char** output_json, char** error_json);
+  void (*free_string)(char* text);
+};
+
+// The fields of one stage table entry, whatever the plugin's API version.
+struct StageEntry {
+  const char* name;
+  const char* description;
+  const char* params_json;
+  const char* outputs_json;
+  int (*run)(const AccelHostApi* host, const char* input_json, char** output_json, char** error_json);
+  void (*free_string)(char* text);
+};
+
+StageEntry EntryOf(const AccelPluginInfo* info, size_t i) {
+  if (info->api_version == 1) {
+    const auto* v1 = reinterpret_cast<const StageDescriptorV1*>(info->stages) + i;
+    return {v1->name, v1->description, v1->params_json, nullptr, v1->run, v1->free_string};
+  }
+  const AccelStageDescriptor* d = &info->stages[i];
+  return {d->name, d->description, d->params_json, d->outputs_json, d->run, d->free_string};
+}
+
+// A schema text of a stage: a JSON object; throws ConfigError naming the stage and the problem.
+nlohmann::json ParseSchema(const char* text, const std::string& stage, const std::string& what, const SourceLocation& where) {
+  auto schema = nlohmann::json::parse(text ? text : "{}", nullptr, false);
+  if (!schema.is_object()) {
+    throw ConfigError(where, "stage '" + stage + "' declares " + (what == "params" ? "parameters" : "outputs") +
+                                 " that are not a JSON object");
+  }
+  auto problems = CheckSchema(schema, what);
+  if (!problems.empty()) {
+    std::vector<Diagnostic> diagnostics;
+    for (const auto& problem : problems) diagnostics.push_back({where, "stage '" + stage + "': " + problem});
+    throw ConfigError(diagnostics);
+  }
+  return schema;
+}
+
 class NativeStage : public Stage {
  public:
-  NativeStage(const AccelStageDescriptor* descriptor, std::filesystem::path origin, nlohmann::json params)
-      : descriptor_(descriptor), origin_(std::move(origin)), params_(std::move(params)) {}
+  NativeStage(StageEntry descriptor, std::filesystem::path origin, nlohmann::json params, nlohmann::json outputs)
+      : entry_(descriptor), origin_(std::move(origin)), params_(std::move(params)),
+        outputs_(std::move(outputs)) {}
 
-  std::string Uses() const override { return std::string("native:") + descriptor_->name; }
-  std::string Description() const override { return descriptor_->description ? descriptor_->description : ""; }
+  std::string Uses() const override { return std::string("native:") + entry_.name; }
+  std::string Description() const override { return entry_.description ? entry_.description : ""; }
   nlohmann::json Params() const override { return params_; }
+  nlohmann::json Outputs() const override { return outputs_; }
   std::string Origin() const override { return origin_.string(); }
 
   nlohmann::json Run(const StageInvocation& invocation) const override {
     HostCallbackContext ctx{&invocation};
-    AccelHostApi api{ACCELOPT_PLUGIN_API_VERSION, &ctx,    HostLog,    HostPythonCall, HostProgress,
-                     HostCancelled,               HostFree, HostLlmChat, HostIsolatedCall};
+    AccelHostApi api{ACCELOPT_PLUGIN_API_VERSION, &ctx,        HostLog,          HostPythonCall,
+                     HostProgress,                HostCancelled, HostFree,       HostLlmChat,
+                     HostIsolatedCall,            HostPythonCallArgs};
     nlohmann::json input = {{"with", invocation.with},           {"vars", invocation.vars},
                             {"stage_id", invocation.stage_id},   {"stage_dir", invocation.stage_dir.string()},
                             {"run_dir", invocation.run_dir.string()}};
     char* output = nullptr;
     char* error = nullptr;
-    int rc = descriptor_->run(&api, input.dump().c_str(), &output, &error);
+    int rc = entry_.run(&api, Dump(input).c_str(), &output, &error);
     std::string output_text = output ? output : "";
     std::string error_text = error ? error : "";
-    if (output) descriptor_->free_string(output);
-    if (error) descriptor_->free_string(error);
+    if (output) entry_.free_string(output);
+    if (error) entry_.free_string(error);
     if (rc != 0) {
       auto err = nlohmann::json::parse(error_text, nullptr, false);
       if (!err.is_object()) throw StageError("stage_error", Uses() + " failed without an error description");
@@ -124,9 +200,10 @@ class NativeStage : public Stage {
   }
 
  private:
-  const AccelStageDescriptor* descriptor_;
+  StageEntry entry_;
   std::filesystem::path origin_;
   nlohmann::json params_;
+  nlohmann::json outputs_;
 };
 
 }  // namespace
@@ -141,25 +218,23 @@ LoadedPlugin LoadPlugin(const std::filesystem::path& path) {
   }
   const AccelPluginInfo* info = info_fn();
   if (!info) throw ConfigError(where, ACCELOPT_PLUGIN_ENTRY_SYMBOL "() returned NULL");
-  if (info->api_version != ACCELOPT_PLUGIN_API_VERSION) {
+  if (info->api_version < ACCELOPT_PLUGIN_API_MIN_VERSION || info->api_version > ACCELOPT_PLUGIN_API_VERSION) {
     std::ostringstream message;
     message << "plugin '" << (info->plugin_name ? info->plugin_name : "?") << "' was built for plugin API version "
-            << info->api_version << ", but this host speaks version " << ACCELOPT_PLUGIN_API_VERSION
-            << "; rebuild the plugin against this host's accelopt/plugin_api.h";
+            << info->api_version << ", but this host speaks versions " << ACCELOPT_PLUGIN_API_MIN_VERSION << " to "
+            << ACCELOPT_PLUGIN_API_VERSION << "; rebuild the plugin against this host's accelopt/plugin_api.h";
     throw ConfigError(where, message.str());
   }
   LoadedPlugin plugin{info->plugin_name ? info->plugin_name : path.stem().string(),
                       info->plugin_version ? info->plugin_version : "", path, {}};
   for (size_t i = 0; i < info->num_stages; ++i) {
-    const AccelStageDescriptor* descriptor = &info->stages[i];
-    if (!descriptor->name || !descriptor->run || !descriptor->free_string) {
+    StageEntry entry = EntryOf(info, i);
+    if (!entry.name || !entry.run || !entry.free_string) {
       throw ConfigError(where, "stage #" + std::to_string(i) + " has no name, run or free_string");
     }
-    auto params = nlohmann::json::parse(descriptor->params_json ? descriptor->params_json : "{}", nullptr, false);
-    if (!params.is_object()) {
-      throw ConfigError(where, std::string("stage '") + descriptor->name + "' declares parameters that are not a JSON object");
-    }
-    plugin.stages.push_back(std::make_shared<NativeStage>(descriptor, path, std::move(params)));
+    auto params = ParseSchema(entry.params_json, entry.name, "params", where);
+    auto outputs = ParseSchema(entry.outputs_json, entry.name, "outputs", where);
+    plugin.stages.push_back(std::make_shared<NativeStage>(entry, path, std::move(params), std::move(outputs)));
   }
   return plugin;
 }

@@ -28,11 +28,19 @@ void StageRegistry::LoadPlugins(std::vector<std::string>* warnings) {
 
 void StageRegistry::LoadPluginFile(const std::filesystem::path& path) {
   LoadedPlugin plugin = LoadPlugin(path);
+  // A stage name that is already registered refuses the whole plugin: using
+  // half of a plugin, or the wrong one of two same-named stages, would be worse.
+  std::vector<Diagnostic> clashes;
   for (const auto& stage : plugin.stages) {
     std::string name = stage->Uses().substr(std::string("native:").size());
-    if (native_.count(name)) continue;  // first one wins (build folder before ACCELOPT_PLUGIN_PATH)
-    native_[name] = stage;
+    if (auto it = native_.find(name); it != native_.end()) {
+      clashes.push_back({SourceLocation{path.string()},
+                         "stage 'native:" + name + "' of this plugin is already registered by " + it->second->Origin() +
+                             "; the plugin is refused (rename the stage, or remove one of the two from the plugin path)"});
+    }
   }
+  if (!clashes.empty()) throw ConfigError(clashes);
+  for (const auto& stage : plugin.stages) native_[stage->Uses().substr(std::string("native:").size())] = stage;
   plugins_.push_back(std::move(plugin));
 }
 

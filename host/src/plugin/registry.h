@@ -16,11 +16,14 @@ namespace accelopt {
 class StageRegistry {
  public:
   /// Loads every *.so in PluginSearchPath(). A broken plugin is reported
-  /// through `warnings` and skipped; it never stops the host. A stage name
-  /// registered twice keeps the first and warns.
+  /// through `warnings` and skipped; it never stops the host. A plugin with
+  /// a stage name that is already registered is refused the same way, and
+  /// the warning names both files.
   void LoadPlugins(std::vector<std::string>* warnings);
 
-  /// Loads one plugin file; throws ConfigError (wrong API version, ...).
+  /// Loads one plugin file; throws ConfigError (wrong API version, bad
+  /// schema, a stage name already registered by another file: the message
+  /// names both origins).
   void LoadPluginFile(const std::filesystem::path& path);
 
   /// The native stage called `name`, or nullptr.

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/errors.h"
+#include "support/test_support.h"
 #include "plugin/plugin_loader.h"
 #include "plugin/registry.h"
 
@@ -13,7 +14,7 @@ static std::filesystem::path TestPlugin(const std::string& name) {
 TEST_CASE("a plugin is loaded and its stages run through the C ABI", "[plugin]") {
   LoadedPlugin plugin = LoadPlugin(TestPlugin("fake_stages"));
   CHECK(plugin.name == "fake_stages");
-  REQUIRE(plugin.stages.size() == 7);
+  REQUIRE(plugin.stages.size() == 10);
   auto add = plugin.stages[3];
   CHECK(add->Uses() == "native:test_add");
   CHECK(add->Params()["a"]["required"] == true);
@@ -43,7 +44,7 @@ TEST_CASE("a plugin built for another API version is refused with a clear messag
     std::string message = error.what();
     CHECK_THAT(message, Catch::Contains("wrong_api_version.so"));
     CHECK_THAT(message, Catch::Contains("built for plugin API version 42"));
-    CHECK_THAT(message, Catch::Contains("this host speaks version 1"));
+    CHECK_THAT(message, Catch::Contains("this host speaks versions 1 to 2"));
   }
 }
 
@@ -61,4 +62,61 @@ TEST_CASE("plugins on ACCELOPT_PLUGIN_PATH are found, broken ones are skipped wi
   CHECK(registry.FindNative("test_echo") != nullptr);
   CHECK(registry.FindNative("profile") != nullptr);  // built-in plugin folder
   CHECK(warnings.size() == 2);                        // wrong API version + no entry point
+}
+
+TEST_CASE("a stage name registered twice refuses the second plugin, naming both files", "[plugin]") {
+  accelopt::testing::TempDir dir;
+  auto copy = dir.path() / "fake_stages_copy.so";
+  std::filesystem::copy_file(TestPlugin("fake_stages"), copy);
+  StageRegistry registry;
+  registry.LoadPluginFile(TestPlugin("fake_stages"));
+  try {
+    registry.LoadPluginFile(copy);
+    FAIL("expected ConfigError");
+  } catch (const ConfigError& error) {
+    std::string message = error.what();
+    CHECK_THAT(message, Catch::Contains(copy.string() + ": error: stage 'native:test_echo' of this plugin is already registered by " +
+                                        TestPlugin("fake_stages").string()));
+  }
+  CHECK(registry.FindNative("test_echo")->Origin() == TestPlugin("fake_stages").string());
+  CHECK(registry.plugins().size() == 1);
+}
+
+TEST_CASE("a plugin of API version 1 still loads; its stages declare no outputs", "[plugin]") {
+  LoadedPlugin plugin = LoadPlugin(TestPlugin("v1_plugin"));
+  REQUIRE(plugin.stages.size() == 2);
+  CHECK(plugin.stages[1]->Uses() == "native:test_v1_second");
+  CHECK(plugin.stages[0]->Params()["x"]["type"] == "integer");
+  CHECK(plugin.stages[0]->Outputs() == nlohmann::json::object());
+  CHECK(plugin.stages[1]->Run(StageInvocation{})["old"] == true);
+}
+
+TEST_CASE("declared outputs and enums cross the ABI", "[plugin]") {
+  LoadedPlugin plugin = LoadPlugin(TestPlugin("fake_stages"));
+  CHECK(plugin.stages[3]->Outputs()["sum"]["type"] == "integer");
+  CHECK(plugin.stages[8]->Params()["mode"]["enum"] == nlohmann::json::array({"fast", "slow"}));
+}
+
+TEST_CASE("the SDK's error path survives a message that is not UTF-8", "[plugin]") {
+  LoadedPlugin plugin = LoadPlugin(TestPlugin("fake_stages"));
+  REQUIRE(plugin.stages[7]->Uses() == "native:test_bad_utf8");
+  try {
+    plugin.stages[7]->Run(StageInvocation{});
+    FAIL("expected StageError");
+  } catch (const StageError& error) {
+    CHECK(error.kind() == "boom");
+    CHECK(std::string(error.what()) == "bad byte \xEF\xBF\xBD here");  // U+FFFD
+    CHECK(error.details()["raw"] == "\xEF\xBF\xBD");
+  }
+}
+
+TEST_CASE("plugins call Python with positional and keyword arguments", "[plugin][python]") {
+  LoadedPlugin plugin = LoadPlugin(TestPlugin("fake_stages"));
+  REQUIRE(plugin.stages[9]->Uses() == "native:test_python_args");
+  StageInvocation invocation;
+  invocation.with = {{"module", "json"}, {"function", "dumps"}, {"args", {{{"b", 1}, {"a", 2}}}},
+                     {"kwargs", {{"sort_keys", true}}}};
+  CHECK(plugin.stages[9]->Run(invocation)["result"] == "{\"a\": 2, \"b\": 1}");
+  invocation.with = {{"module", "json"}, {"function", "loads"}, {"args", {"not json"}}};
+  CHECK_THROWS_WITH(plugin.stages[9]->Run(invocation), Catch::Contains("JSONDecodeError"));
 }
