@@ -14,6 +14,10 @@ return {
     cases = { type = "array", required = true, doc = "cases from native:nkibench_load" },
     problems = { type = "array", default = accel.array({}), doc = "problem names to keep; empty keeps all" },
   },
+  outputs = {
+    cases = { type = "array", doc = "the kept cases, in their original order" },
+    count = { type = "integer", doc = "number of kept cases" },
+  },
   run = function(input)
     local cases = input.with.cases
     local wanted = input.with.problems or {}

@@ -30,7 +30,12 @@ return {
   description = "Format profile results as a readable summary table (problem, correct, latency, % of peak, bottleneck).",
   params = {
     results = { type = "any", required = true, doc = "outputs of the profile for_each" },
-    target = { type = "string", default = "trn1", doc = "target named in the table title" },
+    target = { type = "string", default = "trn1", enum = { "trn1", "trn2" }, doc = "target named in the table title" },
+  },
+  outputs = {
+    text = { type = "string", doc = "the summary table (title line, header, one row per kernel)" },
+    correct = { type = "integer", doc = "correct kernels" },
+    total = { type = "integer", doc = "kernels in the results" },
   },
   run = function(input)
     local results = input.with.results

@@ -89,14 +89,20 @@ json Run(StageContext& ctx) {
 
 constexpr const char* kParams = R"JSON({
   "dir": {"type": "string", "required": true, "doc": "NKIBench-format directory holding summary.json"},
-  "cases": {"type": "string", "default": "full", "doc": "full, small (case id 'small') or all"},
+  "cases": {"type": "string", "default": "full", "enum": ["full", "small", "all"], "doc": "full, small (case id 'small') or all"},
   "rel_tol": {"type": "number", "default": 2e-05, "doc": "default relative L2 tolerance"},
   "rel_tol_overrides": {"type": "object", "default": {}, "doc": "problem -> rel_tol (wins over summary.json)"}
 })JSON";
 
+constexpr const char* kOutputs = R"JSON({
+  "dir": {"type": "string", "doc": "the benchmark directory, absolute"},
+  "problems": {"type": "array", "doc": "problem names, in summary.json order"},
+  "cases": {"type": "array", "doc": "one object per kernel: problem, case_id, case_name, values, task (reference), kernel, rel_tol, ..."}
+})JSON";
+
 const AccelStageDescriptor kStages[] = {
-    ACCELOPT_STAGE("nkibench_load", "Load an NKIBench-format benchmark directory into a list of cases (problem, values, reference, kernel).",
-                   kParams, Run),
+    ACCELOPT_STAGE_WITH_OUTPUTS("nkibench_load", "Load an NKIBench-format benchmark directory into a list of cases (problem, values, reference, kernel).",
+                   kParams, kOutputs, Run),
 };
 
 }  // namespace

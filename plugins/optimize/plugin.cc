@@ -6,7 +6,7 @@
 
 namespace {
 
-const std::string kLlmParams = R"JSON("mode": {"type": "string", "default": "auto", "doc": "llm, rules (accelopt.rules), or auto (llm when the endpoint exists)"},
+const std::string kLlmParams = R"JSON("mode": {"type": "string", "default": "auto", "enum": ["auto", "llm", "rules"], "doc": "llm, rules (accelopt.rules), or auto (llm when the endpoint exists)"},
   "llm": {"type": "string", "default": "default", "doc": "endpoint name in the pipeline's llm: block"},
   "prompts": {"type": "string", "default": "", "doc": "directory of the mustache prompt templates (prompts/)"},
   "max_concurrency": {"type": "integer", "default": 8, "doc": "LLM calls in flight from this stage"},
@@ -16,7 +16,7 @@ const std::string kLlmParams = R"JSON("mode": {"type": "string", "default": "aut
 
 constexpr const char* kInitParams = R"JSON({
   "results": {"type": "any", "required": true, "doc": "outputs of the baseline native:profile for_each (one per case)"},
-  "mode": {"type": "string", "default": "auto", "doc": "auto, llm or rules; resolved once here (output `mode`)"},
+  "mode": {"type": "string", "default": "auto", "enum": ["auto", "llm", "rules"], "doc": "auto, llm or rules; resolved once here (output `mode`)"},
   "llm": {"type": "string", "default": "default", "doc": "endpoint name in the llm: block"}
 })JSON";
 
@@ -42,8 +42,8 @@ constexpr const char* kScoreParams = R"JSON({
 const std::string kFixerParams = "{" R"JSON(
   "records": {"type": "any", "required": true, "doc": "scored records (list, or score's outputs)"},
   "rounds": {"type": "integer", "default": 0, "doc": "F: repair rounds per failed candidate; 0 = off (NKI default)"},
-  "backend": {"type": "string", "default": "auto", "doc": "profiling backend for repaired kernels"},
-  "target": {"type": "string", "default": "trn1", "doc": "trn1 or trn2"},
+  "backend": {"type": "string", "default": "auto", "enum": ["auto", "emulator", "neuron"], "doc": "profiling backend for repaired kernels"},
+  "target": {"type": "string", "default": "trn1", "enum": ["trn1", "trn2"], "doc": "trn1 or trn2"},
   "timeout_s": {"type": "number", "default": 180, "doc": "profiling time limit per repaired kernel (s; worker pool)"},
   )JSON" + kLlmParams + "}";
 
@@ -67,39 +67,106 @@ constexpr const char* kMemoryParams = R"JSON({
   "load": {"type": "string", "default": "", "doc": "memory.json (or a list of items) to start from when `memory` is null"},
   "add": {"type": "any", "default": [], "doc": "new experience items (list, or summarize's outputs)"},
   "capacity": {"type": "integer", "default": 16, "doc": "ExpN: items kept per problem (scope problem) or in all (shared)"},
-  "scope": {"type": "string", "default": "problem", "doc": "problem (one memory per case) or shared"},
+  "scope": {"type": "string", "default": "problem", "enum": ["problem", "shared"], "doc": "problem (one memory per case) or shared"},
   "iteration": {"type": "any", "doc": "loop iteration (recorded)"}
 })JSON";
 
 constexpr const char* kReportParams = R"JSON({
   "baselines": {"type": "any", "required": true, "doc": "optimize_init's baselines (case_name -> baseline)"},
   "best": {"type": "any", "required": true, "doc": "case_name -> best kernel (the loop's carry)"},
-  "target": {"type": "string", "default": "trn1", "doc": "peak model target (trn1, trn2)"},
-  "mode": {"type": "string", "default": "", "doc": "llm or rules (shown in the report)"},
+  "target": {"type": "string", "default": "trn1", "enum": ["trn1", "trn2"], "doc": "peak model target (trn1, trn2)"},
+  "mode": {"type": "string", "default": "", "enum": ["", "llm", "rules"], "doc": "llm or rules (shown in the report)"},
   "out_dir": {"type": "string", "default": "", "doc": "where to write (default: the run directory)"}
+})JSON";
+
+// Declared outputs (shown by `accelopt-host stages`, checked by `validate`).
+constexpr const char* kUsageDoc = R"JSON("usage": {"type": "object", "doc": "LLM requests, failures, tokens and cost of this stage"})JSON";
+
+const std::string kInitOutputs = R"JSON({
+  "beam": {"type": "array", "doc": "the first beam: the baseline kernel of each case"},
+  "best": {"type": "object", "doc": "case_name -> best kernel so far (the baselines)"},
+  "baselines": {"type": "object", "doc": "case_name -> baseline {kernel, latency_ms, peak, ...}"},
+  "mode": {"type": "string", "enum": ["llm", "rules"], "doc": "the mode every later stage uses"},
+  "mode_reason": {"type": "string", "doc": "why this mode was chosen"}
+})JSON";
+
+const std::string kPlanOutputs = R"JSON({
+  "plans": {"type": "array", "doc": "one object per plan (candidate, plan text, id, ...)"},
+  "errors": {"type": "array", "doc": "planner calls that failed"},
+  "mode": {"type": "string", "doc": "llm or rules"},
+  )JSON" + std::string(kUsageDoc) + "}";
+
+const std::string kExecuteOutputs = R"JSON({
+  "candidates": {"type": "array", "doc": "kernel files written, one object per sample (id, kernel, reference, lineage, ...)"},
+  "failures": {"type": "array", "doc": "samples that produced no kernel, with their error"},
+  )JSON" + std::string(kUsageDoc) + "}";
+
+const std::string kScoreOutputs = R"JSON({
+  "records": {"type": "array", "doc": "one record per candidate: status, error kind, speedups vs parent and baseline"},
+  "summary": {"type": "object", "doc": "counts by status"}
+})JSON";
+
+const std::string kFixerOutputs = R"JSON({
+  "records": {"type": "array", "doc": "the records, repaired candidates updated"},
+  "fixed": {"type": "integer", "doc": "candidates repaired"},
+  "attempted": {"type": "integer", "doc": "candidates tried"},
+  )JSON" + std::string(kUsageDoc) + "}";
+
+const std::string kSelectOutputs = R"JSON({
+  "beam": {"type": "array", "doc": "the next beam (B kernels per problem)"},
+  "best": {"type": "object", "doc": "case_name -> best kernel so far"},
+  "improved": {"type": "any", "doc": "cases whose best improved this iteration"},
+  "dropped": {"type": "any", "doc": "candidates dropped as duplicates"}
+})JSON";
+
+const std::string kSummarizeOutputs = R"JSON({
+  "items": {"type": "array", "doc": "new experience items (one per selected rewrite)"},
+  "selected": {"type": "array", "doc": "the selected slow -> fast rewrites"},
+  "errors": {"type": "array", "doc": "summaries that failed"},
+  "per_case": {"type": "any", "doc": "the selection log per case"},
+  )JSON" + std::string(kUsageDoc) + "}";
+
+const std::string kMemoryOutputs = R"JSON({
+  "memory": {"type": "object", "doc": "the memory (feed it to the next memory and plan stages)"},
+  "path": {"type": "string", "doc": "memory.json in the run directory"},
+  "added": {"type": "integer", "doc": "new items"},
+  "duplicates_replaced": {"type": "integer", "doc": "items that replaced an equal older one"},
+  "evicted": {"type": "integer", "doc": "items dropped by the capacity"}
+})JSON";
+
+const std::string kReportOutputs = R"JSON({
+  "rows": {"type": "array", "doc": "one row per problem: original/best latency, speedup, % of peak, kernel, lineage"},
+  "geomean_speedup": {"type": "number", "doc": "geometric mean speedup over the problems that ran"},
+  "improved": {"type": "integer", "doc": "problems that got faster"},
+  "problems": {"type": "integer", "doc": "problems in the report"},
+  "llm": {"type": "object", "doc": "LLM requests, tokens and cost of the whole run"},
+  "target": {"type": "string", "doc": "trn1 or trn2"},
+  "mode": {"type": "string", "doc": "llm or rules"},
+  "markdown": {"type": "string", "doc": "path of optimize_report.md"},
+  "json": {"type": "string", "doc": "path of optimize_report.json"}
 })JSON";
 
 using namespace accelopt_optimize;
 
 const AccelStageDescriptor kStages[] = {
-    ACCELOPT_STAGE("optimize_init", "Start an optimization: first beam and best-so-far from the baseline profiles; resolves LLM vs rule-based mode.",
-                   kInitParams, RunInit),
-    ACCELOPT_STAGE("plan", "Planner: N optimization plans per beam kernel (LLM with memory experiences and profile metrics, or accelopt.rules.propose).",
-                   kPlanParams.c_str(), RunPlan),
-    ACCELOPT_STAGE("execute", "Executor: K kernel samples per plan (first fenced code block of the reply, or accelopt.rules.apply), written with lineage sidecars.",
-                   kExecuteParams.c_str(), RunExecute),
-    ACCELOPT_STAGE("score", "Candidate records from profile results: status, error kind, speedup vs parent and vs the original baseline.",
-                   kScoreParams, RunScore),
-    ACCELOPT_STAGE("fixer", "Optional repair: up to F LLM rounds (with the error log) for candidates that failed to compile or were wrong.",
-                   kFixerParams.c_str(), RunFixer),
-    ACCELOPT_STAGE("select", "Next beam of B kernels per problem by latency; the best so far always stays; duplicate sources dropped.",
-                   kSelectParams, RunSelect),
-    ACCELOPT_STAGE("summarize", "Rewrite selection (best/worst sample per plan, thresholds, TopK) and one experience item per selected pair.",
-                   kSummarizeParams.c_str(), RunSummarize),
-    ACCELOPT_STAGE("memory", "Optimization memory: add experiences (duplicates replaced, newest kept, FIFO capacity ExpN), save memory.json.",
-                   kMemoryParams, RunMemory),
-    ACCELOPT_STAGE("optimize_report", "Final report per problem: original/best latency, speedup, % of peak, winning kernel and lineage, LLM tokens and cost.",
-                   kReportParams, RunReport),
+    ACCELOPT_STAGE_WITH_OUTPUTS("optimize_init", "Start an optimization: first beam and best-so-far from the baseline profiles; resolves LLM vs rule-based mode.",
+                   kInitParams, kInitOutputs.c_str(), RunInit),
+    ACCELOPT_STAGE_WITH_OUTPUTS("plan", "Planner: N optimization plans per beam kernel (LLM with memory experiences and profile metrics, or accelopt.rules.propose).",
+                   kPlanParams.c_str(), kPlanOutputs.c_str(), RunPlan),
+    ACCELOPT_STAGE_WITH_OUTPUTS("execute", "Executor: K kernel samples per plan (first fenced code block of the reply, or accelopt.rules.apply), written with lineage sidecars.",
+                   kExecuteParams.c_str(), kExecuteOutputs.c_str(), RunExecute),
+    ACCELOPT_STAGE_WITH_OUTPUTS("score", "Candidate records from profile results: status, error kind, speedup vs parent and vs the original baseline.",
+                   kScoreParams, kScoreOutputs.c_str(), RunScore),
+    ACCELOPT_STAGE_WITH_OUTPUTS("fixer", "Optional repair: up to F LLM rounds (with the error log) for candidates that failed to compile or were wrong.",
+                   kFixerParams.c_str(), kFixerOutputs.c_str(), RunFixer),
+    ACCELOPT_STAGE_WITH_OUTPUTS("select", "Next beam of B kernels per problem by latency; the best so far always stays; duplicate sources dropped.",
+                   kSelectParams, kSelectOutputs.c_str(), RunSelect),
+    ACCELOPT_STAGE_WITH_OUTPUTS("summarize", "Rewrite selection (best/worst sample per plan, thresholds, TopK) and one experience item per selected pair.",
+                   kSummarizeParams.c_str(), kSummarizeOutputs.c_str(), RunSummarize),
+    ACCELOPT_STAGE_WITH_OUTPUTS("memory", "Optimization memory: add experiences (duplicates replaced, newest kept, FIFO capacity ExpN), save memory.json.",
+                   kMemoryParams, kMemoryOutputs.c_str(), RunMemory),
+    ACCELOPT_STAGE_WITH_OUTPUTS("optimize_report", "Final report per problem: original/best latency, speedup, % of peak, winning kernel and lineage, LLM tokens and cost.",
+                   kReportParams, kReportOutputs.c_str(), RunReport),
 };
 
 }  // namespace

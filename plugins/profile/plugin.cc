@@ -7,13 +7,13 @@ namespace {
 constexpr const char* kProfileParams = R"JSON({
   "kernel": {"type": "string", "required": true, "doc": "kernel file exposing `kernel` or `optimized_kernel`"},
   "reference": {"type": "string", "required": true, "doc": "NumPy reference module (get_inputs, forward, transform_*)"},
-  "backend": {"type": "string", "default": "auto", "doc": "auto, emulator or neuron"},
-  "target": {"type": "string", "default": "trn1", "doc": "trn1 or trn2"},
+  "backend": {"type": "string", "default": "auto", "enum": ["auto", "emulator", "neuron"], "doc": "auto, emulator or neuron"},
+  "target": {"type": "string", "default": "trn1", "enum": ["trn1", "trn2"], "doc": "trn1 or trn2"},
   "rel_tol": {"type": "number", "default": 2e-05, "doc": "pass iff ||out-ref||2 < rel_tol*||ref||2 on every seed"},
   "seeds": {"type": "array", "default": [0, 21, 42, 63, 84], "doc": "NumPy seeds for get_inputs()"},
   "timing": {"type": "boolean", "default": true, "doc": "estimate/measure latency after the correctness check"},
   "case": {"type": "object", "default": {}, "doc": "case metadata carried into the result (problem, values, ...)"},
-  "isolation": {"type": "string", "default": "worker", "doc": "worker (sandboxed process, anti-cheat checks; docs/isolation.md) or inprocess (trusted kernels)"},
+  "isolation": {"type": "string", "default": "worker", "enum": ["worker", "inprocess"], "doc": "worker (sandboxed process, anti-cheat checks; docs/isolation.md) or inprocess (trusted kernels)"},
   "timeout_s": {"type": "number", "default": 300, "doc": "wall-clock limit per kernel in seconds (worker isolation)"},
   "memory_bytes": {"type": "integer", "default": 0, "doc": "address-space limit per kernel in bytes (worker isolation; 0 = the pool's cap, 3/4 of physical memory)"}
 })JSON";
@@ -24,11 +24,36 @@ constexpr const char* kReportParams = R"JSON({
   "out_dir": {"type": "string", "doc": "where to write (default: the run directory)"}
 })JSON";
 
+constexpr const char* kProfileOutputs = R"JSON({
+  "ok": {"type": "boolean", "doc": "the kernel is correct (false counts as a failed item)"},
+  "compiled": {"type": "boolean", "doc": "the kernel compiled (or passed the emulator's checks)"},
+  "correct": {"type": "boolean", "doc": "within rel_tol of the reference on every seed"},
+  "latency_ms": {"type": "any", "doc": "latency in ms (null unless correct)"},
+  "estimated": {"type": "boolean", "doc": "latency from the emulator's cost model, not measured"},
+  "backend": {"type": "string", "doc": "the backend that ran (emulator or neuron)"},
+  "target": {"type": "string", "doc": "trn1 or trn2"},
+  "metrics": {"type": "object", "doc": "neuron-profile summary metrics, per-engine busy time, bottleneck"},
+  "rel_errors": {"type": "array", "doc": "relative L2 error per seed"},
+  "error": {"type": "any", "doc": "null, or {kind, message, traceback}"},
+  "peak": {"type": "object", "doc": "% of peak (percent_of_peak, ...) when the problem has a peak model"},
+  "case": {"type": "object", "doc": "the `case` parameter, carried through"},
+  "wall_s": {"type": "number", "doc": "wall-clock time of the call in seconds"}
+})JSON";
+
+constexpr const char* kReportOutputs = R"JSON({
+  "csv": {"type": "string", "doc": "path of profile_results.csv"},
+  "json": {"type": "string", "doc": "path of profile_results.json"},
+  "summary": {"type": "string", "doc": "path of summary.txt (only with the `summary` parameter)"},
+  "total": {"type": "integer", "doc": "kernels in the results"},
+  "correct": {"type": "integer", "doc": "correct kernels"},
+  "failed": {"type": "integer", "doc": "total - correct"}
+})JSON";
+
 const AccelStageDescriptor kStages[] = {
-    ACCELOPT_STAGE("profile", "Profile one NKI kernel: 5-seed correctness vs the NumPy reference, latency and profiler metrics.",
-                   kProfileParams, accelopt_profile::RunProfile),
-    ACCELOPT_STAGE("profile_report", "Write profile_results.csv (AccelOpt columns), profile_results.json and summary.txt.",
-                   kReportParams, accelopt_profile::RunProfileReport),
+    ACCELOPT_STAGE_WITH_OUTPUTS("profile", "Profile one NKI kernel: 5-seed correctness vs the NumPy reference, latency and profiler metrics.",
+                   kProfileParams, kProfileOutputs, accelopt_profile::RunProfile),
+    ACCELOPT_STAGE_WITH_OUTPUTS("profile_report", "Write profile_results.csv (AccelOpt columns), profile_results.json and summary.txt.",
+                   kReportParams, kReportOutputs, accelopt_profile::RunProfileReport),
 };
 
 }  // namespace
