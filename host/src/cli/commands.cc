@@ -93,7 +93,7 @@ int RunCommand(const RunOptions& given, const std::vector<std::string>& argv) {
   if (!prepared) return kExitUsage;
   auto& [pipeline, stages] = *prepared;
   try {
-    python::Initialize();
+    python::Initialize(pipeline.python_path);  // python_path: adds to the host's own folders
   } catch (const python::PythonError& error) {
     std::cerr << "error: cannot start the embedded Python: " << error.what() << "\n";
     return kExitUsage;
@@ -183,6 +183,30 @@ int ValidateCommand(const std::string& file, const std::vector<std::string>& set
   return kExitOk;
 }
 
+namespace {
+
+// One line per parameter or output field of `stages`: name, type, flag, doc [one of ...].
+void PrintFields(const char* heading, const nlohmann::json& fields, bool params) {
+  if (fields.empty()) return;
+  std::printf("    %s:\n", heading);
+  for (const auto& [name, field] : fields.items()) {
+    std::string type = field.value("type", "any");
+    std::string flag;
+    if (params) {
+      flag = field.value("required", false) ? "required" : (field.contains("default") ? "default " + field["default"].dump() : "optional");
+    }
+    std::string doc = field.value("doc", "");
+    if (field.contains("enum") && field["enum"].is_array()) {
+      std::string choices;
+      for (const auto& choice : field["enum"]) choices += (choices.empty() ? "" : ", ") + (choice.is_string() ? choice.get<std::string>() : choice.dump());
+      doc += (doc.empty() ? "" : " ") + std::string("[one of: ") + choices + "]";
+    }
+    std::printf("      %-16s %-8s %-18s %s\n", name.c_str(), type.c_str(), flag.c_str(), doc.c_str());
+  }
+}
+
+}  // namespace
+
 int StagesCommand(bool as_json) {
   StageRegistry registry;
   LoadRegistry(registry);
@@ -190,7 +214,7 @@ int StagesCommand(bool as_json) {
   for (const auto& name : registry.NativeNames()) {
     auto stage = registry.FindNative(name);
     listing.push_back({{"uses", stage->Uses()}, {"description", stage->Description()}, {"params", stage->Params()},
-                       {"origin", stage->Origin()}});
+                       {"outputs", stage->Outputs()}, {"origin", stage->Origin()}});
   }
   std::vector<std::filesystem::path> lua_dirs{std::filesystem::path(ACCELOPT_SOURCE_DIR) / "pipelines" / "lua"};
   if (const char* env = std::getenv("ACCELOPT_LUA_PATH"); env && *env) lua_dirs.emplace_back(env);
@@ -198,7 +222,7 @@ int StagesCommand(bool as_json) {
     try {
       auto stage = registry.LuaStage(script, "lua:" + script.string());
       listing.push_back({{"uses", "lua:" + script.string()}, {"description", stage->Description()},
-                         {"params", stage->Params()}, {"origin", script.string()}});
+                         {"params", stage->Params()}, {"outputs", stage->Outputs()}, {"origin", script.string()}});
     } catch (const ConfigError& error) {
       PrintDiagnostics(error);
     }
@@ -209,11 +233,10 @@ int StagesCommand(bool as_json) {
   }
   for (const auto& stage : listing) {
     std::cout << stage["uses"].get<std::string>() << "\n    " << stage["description"].get<std::string>() << "\n";
-    for (const auto& [name, param] : stage["params"].items()) {
-      std::string type = param.value("type", "any");
-      std::string flag = param.value("required", false) ? "required" : (param.contains("default") ? "default " + param["default"].dump() : "optional");
-      std::printf("      %-16s %-8s %-18s %s\n", name.c_str(), type.c_str(), flag.c_str(), param.value("doc", "").c_str());
-    }
+    std::fflush(stdout);
+    PrintFields("params", stage["params"], true);
+    PrintFields("outputs", stage["outputs"], false);
+    std::fflush(stdout);
   }
   return kExitOk;
 }

@@ -133,6 +133,7 @@ std::unique_ptr<RunServices> StartRunServices(const Pipeline& pipeline, const Ru
   worker::PoolOptions pool;
   pool.workers = options.workers;
   pool.config.scratch_root = (run_dir.path() / "workers").string();
+  pool.config.python_paths = pipeline.python_path;  // the pipeline's python_path: reaches the workers too
   services->workers_ = std::make_unique<worker::ScopedWorkerPool>(pool);
   return services;
 }

@@ -13,6 +13,7 @@
 
 #include "lua/convert.h"
 #include "lua/internal.h"
+#include "python/interpreter.h"
 
 namespace accelopt::lua::detail {
 
@@ -133,6 +134,67 @@ int Fail(lua_State* L, Context&) {
   lua_rawgetp(L, LUA_REGISTRYINDEX, &kFailMtKey);
   lua_setmetatable(L, -2);
   return lua_error(L);
+}
+
+// ---- Python -------------------------------------------------------------------
+
+// What a Python call gave: the value, or a failure {kind, message, details}.
+struct PythonOutcome {
+  json value;
+  std::string kind;  // "" on success
+  std::string message;
+  json details;
+};
+
+PythonOutcome CallPython(const std::string& module, const std::string& function, const json& args, const json& kwargs) {
+  PythonOutcome outcome;
+  try {
+    outcome.value = python::CallJsonArgs(module, function, args, kwargs);
+  } catch (const python::PythonError& e) {
+    outcome.kind = "python_error";
+    outcome.message = module + "." + function + ": " + e.what();
+    outcome.details = {{"type", e.type()}, {"traceback", e.traceback()}};
+  } catch (const std::exception& e) {
+    outcome.kind = "python_error";
+    outcome.message = module + "." + function + ": " + e.what();
+  }
+  return outcome;
+}
+
+// accel.python_call(module, function [, args [, kwargs]]) -> value
+// Calls module.function(*args, **kwargs) in the host's embedded Python
+// (args: a list, kwargs: a table by name; both JSON). A Python exception
+// fails like accel.fail("python_error", message, {type, traceback}).
+int PythonCall(lua_State* L, Context&) {
+  const char* module_name = luaL_checkstring(L, 1);  // argument errors unwind before any C++ object exists
+  const char* function_name = luaL_checkstring(L, 2);
+  bool failed = false;
+  {
+    std::string module = module_name;
+    std::string function = function_name;
+    json args = lua_isnoneornil(L, 3) ? json::array() : ToJson(L, 3, "args");
+    json kwargs = lua_isnoneornil(L, 4) ? json::object() : ToJson(L, 4, "kwargs");
+    if (args.is_object() && args.empty()) args = json::array();  // an unmarked {} means no arguments
+    if (!args.is_array()) throw std::runtime_error("accel.python_call: args must be a list of positional arguments");
+    if (!kwargs.is_object()) throw std::runtime_error("accel.python_call: kwargs must be a table of keyword arguments");
+    PythonOutcome outcome = CallPython(module, function, args, kwargs);
+    if (outcome.kind.empty()) {
+      PushJson(L, outcome.value);
+    } else {
+      failed = true;
+      lua_createtable(L, 0, 3);
+      lua_pushlstring(L, outcome.kind.data(), outcome.kind.size());
+      lua_setfield(L, -2, "kind");
+      lua_pushlstring(L, outcome.message.data(), outcome.message.size());
+      lua_setfield(L, -2, "message");
+      PushJson(L, outcome.details);
+      lua_setfield(L, -2, "details");
+      lua_rawgetp(L, LUA_REGISTRYINDEX, &kFailMtKey);
+      lua_setmetatable(L, -2);
+    }
+  }  // every C++ object is gone before lua_error unwinds
+  if (failed) return lua_error(L);
+  return 1;
 }
 
 // ---- file system ------------------------------------------------------------
@@ -277,6 +339,7 @@ void PushAccelTable(lua_State* L) {
                                         {"array", Trampoline<MarkArray>},
                                         {"object", Trampoline<MarkObject>},
                                         {"fail", Trampoline<Fail>},
+                                        {"python_call", Trampoline<PythonCall>},
                                         {nullptr, nullptr}};
   static const luaL_Reg kJson[] = {
       {"encode", Trampoline<JsonEncode>}, {"decode", Trampoline<JsonDecode>}, {nullptr, nullptr}};
