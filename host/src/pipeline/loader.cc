@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/text.h"
+#include "pipeline/yaml_input.h"
 #include "pipeline/yaml_json.h"
 
 namespace accelopt {
@@ -268,6 +269,10 @@ class Parser {
 // Applies one "a.b.c=value" override to the YAML tree.
 void ApplyOverride(YAML::Node root, const std::string& text, const std::string& file,
                    std::vector<Diagnostic>* diagnostics) {
+  if (size_t bad = FindInvalidUtf8(text); bad != std::string_view::npos) {
+    diagnostics->push_back({SourceLocation{"--set", 1, static_cast<int>(bad + 1)}, "invalid UTF-8"});
+    return;
+  }
   SourceLocation where{"--set " + text};
   auto eq = text.find('=');
   if (eq == std::string::npos || eq == 0) {
@@ -308,7 +313,10 @@ void ApplyOverride(YAML::Node root, const std::string& text, const std::string& 
   }
   YAML::Node value;
   try {
-    value = YAML::Load(text.substr(eq + 1));
+    value = LoadYamlChecked(text.substr(eq + 1), "--set " + key);
+  } catch (const ConfigError& error) {
+    for (const auto& d : error.diagnostics()) diagnostics->push_back({d.where, "cannot parse value: " + d.message});
+    return;
   } catch (const YAML::Exception& error) {
     diagnostics->push_back({where, "cannot parse value: " + error.msg});
     return;
@@ -331,18 +339,9 @@ void ApplyOverride(YAML::Node root, const std::string& text, const std::string& 
 
 Pipeline LoadPipeline(const std::filesystem::path& path, const std::vector<std::string>& overrides) {
   const std::string file = path.string();
-  std::string text;
-  try {
-    text = ReadFile(path);
-  } catch (const std::exception& error) {
-    throw ConfigError(SourceLocation{file}, error.what());
-  }
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::ParserException& error) {
-    throw ConfigError(SourceLocation{file, error.mark.line + 1, error.mark.column + 1}, "invalid YAML: " + error.msg);
-  }
+  // Bounded reading: regular files only, size cap, UTF-8, alias expansion cap.
+  const std::string text = ReadPipelineFile(path);
+  YAML::Node root = LoadYamlChecked(text, file);
   std::vector<Diagnostic> diagnostics;
   if (root.IsMap()) {
     // Duplicates are checked on the file as written, before overrides rebuild nodes.
