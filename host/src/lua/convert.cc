@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <limits>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "lua/internal.h"
@@ -313,9 +314,55 @@ std::string RenderPath(std::string_view root, const PathSegment* seg) {
   return out;
 }
 
+/// Bytes a JSON string adds to serialised text beyond its own length (escapes).
+size_t EscapeExtra(std::string_view s) {
+  size_t extra = 2;  // the quotes
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t') extra += 1;
+    else if (c < 0x20) extra += 5;
+  }
+  return extra;
+}
+
+/// Size of a JSON value for the conversion budget: string bytes, nodes, and
+/// the sum of the nodes' depths below the value (for indented text).
+struct Footprint {
+  size_t string_bytes = 0;
+  size_t nodes = 0;
+  size_t depth_sum = 0;
+};
+
+Footprint Measure(const json& value, size_t depth = 0) {
+  Footprint out;
+  out.nodes = 1;
+  out.depth_sum = depth;
+  if (value.is_string()) {
+    const auto& s = value.get_ref<const std::string&>();
+    out.string_bytes = s.size() + EscapeExtra(s);
+  } else if (value.is_object()) {
+    for (const auto& [key, child] : value.items()) {
+      Footprint f = Measure(child, depth + 1);
+      out.string_bytes += key.size() + EscapeExtra(key) + f.string_bytes;
+      out.nodes += f.nodes;
+      out.depth_sum += f.depth_sum;
+    }
+  } else if (value.is_array()) {
+    for (const auto& child : value) {
+      Footprint f = Measure(child, depth + 1);
+      out.string_bytes += f.string_bytes;
+      out.nodes += f.nodes;
+      out.depth_sum += f.depth_sum;
+    }
+  }
+  return out;
+}
+
 class ToJsonConverter {
  public:
-  ToJsonConverter(lua_State* L, std::string_view root) : L_(L), ctx_(ContextOf(L)), root_(root) {}
+  ToJsonConverter(lua_State* L, std::string_view root, int text_indent)
+      : L_(L), ctx_(ContextOf(L)), root_(root), text_indent_(text_indent) {
+    if (ctx_.limits.memory_bytes > 0) budget_ = static_cast<size_t>(ctx_.limits.memory_bytes);
+  }
 
   json Convert(int index, const PathSegment* path, int depth) {
     switch (lua_type(L_, index)) {
@@ -334,11 +381,15 @@ class ToJsonConverter {
         size_t n = 0;
         const char* s = lua_tolstring(L_, index, &n);  // a string already: no conversion
         if (!detail::IsValidUtf8(std::string_view(s, n))) Fail(path, "string is not valid UTF-8");
+        ChargeString(path, std::string_view(s, n), depth);
         return std::string(s, n);
       }
       case LUA_TUSERDATA: {
         if (ctx_.null_value != nullptr && lua_touserdata(L_, index) == ctx_.null_value) return nullptr;
-        if (const json* view = ToView(L_, index, ctx_)) return *view;
+        if (const json* view = ToView(L_, index, ctx_)) {
+          ChargeView(path, view, depth);
+          return *view;
+        }
         Fail(path, "cannot convert a userdata value to JSON");
       }
       case LUA_TTABLE:
@@ -354,6 +405,48 @@ class ToJsonConverter {
   }
 
  private:
+  // ---- budget: the C++ copy (and its text) counts against the memory cap ----
+  // A table may reference one string or context view many times; each
+  // reference becomes its own copy in C++, so each is charged.
+
+  static constexpr size_t kNodeBytes = 16;      // one json value
+  static constexpr size_t kNodeTextBytes = 24;  // separators, numbers, literals in text
+
+  size_t NodeCost(size_t nodes, size_t depth_sum) const {
+    size_t cost = nodes * kNodeBytes;
+    if (text_indent_ >= 0) cost += nodes * kNodeTextBytes + depth_sum * static_cast<size_t>(text_indent_);
+    return cost;
+  }
+
+  void Charge(const PathSegment* path, size_t bytes) {
+    charged_ += bytes;
+    if (charged_ > budget_) {
+      ctx_.memory_limit_hit = true;  // classifies the error as out_of_memory (sandbox.cc)
+      throw LuaError("out_of_memory", RenderPath(root_, path) + ": the JSON copy exceeds the memory limit of " +
+                                          std::to_string(budget_) + " bytes: not enough memory");
+    }
+  }
+
+  void ChargeNode(const PathSegment* path, int depth) { Charge(path, NodeCost(1, static_cast<size_t>(depth))); }
+
+  void ChargeString(const PathSegment* path, std::string_view s, int depth) {
+    size_t bytes = s.size();
+    if (text_indent_ >= 0) bytes += s.size() + EscapeExtra(s);
+    Charge(path, bytes + NodeCost(1, static_cast<size_t>(depth)));
+  }
+
+  // The first copy of a context view is the host's own data; repeats are charged.
+  void ChargeView(const PathSegment* path, const json* view, int depth) {
+    auto [it, first] = views_.try_emplace(view);
+    if (first) {
+      it->second = Measure(*view);
+      if (text_indent_ < 0) return;
+    }
+    const Footprint& f = it->second;
+    size_t bytes = text_indent_ >= 0 ? f.string_bytes * 2 : f.string_bytes;
+    Charge(path, bytes + NodeCost(f.nodes, f.depth_sum + f.nodes * static_cast<size_t>(depth)));
+  }
+
   [[noreturn]] void Fail(const PathSegment* path, const std::string& what) {
     throw LuaError("bad_output", RenderPath(root_, path) + ": " + what);
   }
@@ -366,6 +459,7 @@ class ToJsonConverter {
   }
 
   json ConvertTable(int index, const PathSegment* path, int depth) {
+    ChargeNode(path, depth);
     if (depth + 1 > kMaxDepth) {
       Fail(path, "nested deeper than " + std::to_string(kMaxDepth) + " levels (cyclic table?)");
     }
@@ -449,6 +543,7 @@ class ToJsonConverter {
       std::string_view key(k, n);
       PathSegment seg{path, key, 0, false};
       if (!detail::IsValidUtf8(key)) Fail(&seg, "key is not valid UTF-8");
+      Charge(&seg, key.size() + 48 + (text_indent_ >= 0 ? key.size() + EscapeExtra(key) : 0));  // map node + key
       obj.emplace(std::string(key), Convert(lua_gettop(L_), &seg, depth + 1));
       lua_pop(L_, 1);
     }
@@ -458,15 +553,19 @@ class ToJsonConverter {
   lua_State* L_;
   Context& ctx_;
   std::string_view root_;
+  int text_indent_;  ///< -1: only the tree is built; >= 0: it is also serialised with this indent
+  size_t budget_ = std::numeric_limits<size_t>::max();
+  size_t charged_ = 0;
+  std::unordered_map<const json*, Footprint> views_;
 };
 
 }  // namespace
 
-json ToJson(lua_State* L, int index, std::string_view root) {
+json ToJson(lua_State* L, int index, std::string_view root, int text_indent) {
   int top = lua_gettop(L);
   index = lua_absindex(L, index);
   try {
-    json out = ToJsonConverter(L, root).Convert(index, nullptr, 0);
+    json out = ToJsonConverter(L, root, text_indent).Convert(index, nullptr, 0);
     lua_settop(L, top);
     return out;
   } catch (const LuaError&) {

@@ -41,7 +41,16 @@ void PushJsonView(lua_State* L, const nlohmann::json& value);
 /// heap, so it is safe outside protected mode. `root` names the value in
 /// error messages ("outputs"). Throws LuaError("bad_output") whose message
 /// names the offending path.
-nlohmann::json ToJson(lua_State* L, int index, std::string_view root);
+///
+/// The C++ copy counts against the state's memory cap (Limits::memory_bytes):
+/// every string and every node is charged each time it is referenced, so a
+/// table that shares one large string (or one context view) many times cannot
+/// build an unbounded value outside the Lua heap. When the caller will also
+/// serialise the result (`text_indent` >= 0, the indent it will use; 0 for
+/// compact), the text is charged too. Over the cap: LuaError("out_of_memory")
+/// and Context::memory_limit_hit is set, so a Lua error raised from that
+/// message is classified as out_of_memory as well.
+nlohmann::json ToJson(lua_State* L, int index, std::string_view root, int text_indent = -1);
 
 /// Human-readable rendering of a JSON value as a Lua table constructor
 /// (debugging aid), e.g. `{a = accel.null, b = {1, 2}}`.

@@ -77,7 +77,8 @@ int Contains(lua_State* L, Context& ctx) {
     size_t hn = 0, nn = 0;
     const char* hay = lua_tolstring(L, 1, &hn);
     const char* needle = luaL_checklstring(L, 2, &nn);
-    lua_pushboolean(L, std::string_view(hay, hn).find(std::string_view(needle, nn)) != std::string_view::npos);
+    // Checks the deadline while it searches (a naive search is O(n*m)).
+    lua_pushboolean(L, detail::BoundedFind(L, std::string_view(hay, hn), std::string_view(needle, nn)) != std::string_view::npos);
     return 1;
   }
   if (const json* j = ViewAt(L, 1, ctx)) {
@@ -165,7 +166,7 @@ int Keys(lua_State* L, Context& ctx) {
 int ToJsonText(lua_State* L, Context&) {
   lua_Integer indent = luaL_optinteger(L, 2, -1);
   luaL_argcheck(L, indent >= -1 && indent <= 16, 2, "indent must be -1..16");
-  std::string text = ToJson(L, 1, "value").dump(static_cast<int>(indent));
+  std::string text = ToJson(L, 1, "value", std::max<int>(0, static_cast<int>(indent))).dump(static_cast<int>(indent));
   lua_pushlstring(L, text.data(), text.size());
   return 1;
 }
@@ -343,9 +344,11 @@ std::optional<std::string> CheckExpressionSyntax(std::string_view expression) {
   return std::string("not a single expression");
 }
 
-json EvaluateExpression(std::string_view expression, const json& context, const Limits& limits) {
+json EvaluateExpression(std::string_view expression, const json& context, const Limits& limits, const HostHooks* hooks) {
   if (Trim(expression).empty()) throw LuaError("syntax_error", "empty expression");
-  Sandbox sandbox(kChunkName, limits, nullptr);
+  HostHooks cancel_only;
+  if (hooks != nullptr) cancel_only.cancelled = hooks->cancelled;
+  Sandbox sandbox(kChunkName, limits, &cancel_only);
   lua_State* L = sandbox.state();
   try {
     sandbox.OpenExpressionEnv(context);

@@ -31,9 +31,12 @@ namespace accelopt::lua {
 /// expression text or a chunk prefix (the caller knows where the expression
 /// came from), e.g. "unexpected symbol near <eof>" or "attempt to index a nil
 /// value (field 'nope')"; for multi-line expressions it starts with
-/// "line N: ". `limits` default to 16 MiB of heap and 1000 ms.
+/// "line N: ". `limits` default to 16 MiB of heap and 1000 ms. `hooks`
+/// (optional, must outlive the call) lends a cancel flag: when
+/// `hooks->cancelled()` returns true the evaluation stops with kind
+/// "cancelled". Logging and file hooks are ignored (expressions have neither).
 nlohmann::json EvaluateExpression(std::string_view expression, const nlohmann::json& context,
-                                  const Limits& limits = kExpressionLimits);
+                                  const Limits& limits = kExpressionLimits, const HostHooks* hooks = nullptr);
 
 /// Compiles `expression` without running it. Returns std::nullopt if it is a
 /// single valid Lua expression, else the compiler's message without the

@@ -16,6 +16,7 @@
 #include <exception>
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 #include <lua.hpp>
 #include <nlohmann/json.hpp>
@@ -116,6 +117,24 @@ void CopyFields(lua_State* L, int from_index, int to_index, const char* const* n
 int SafeLoad(lua_State* L, Context& ctx);
 /// __newindex of read-only environments: "globals are read-only (use local)".
 int ReadOnlyNewIndex(lua_State* L);
+/// For long-running C functions: true once the deadline passed or the host
+/// cancelled (then the flags are set and the hook fires on every
+/// instruction, as after the deadline hook). The caller raises a Lua error;
+/// the failure is classified as "timeout" / "cancelled".
+bool DeadlineReached(lua_State* L, Context& ctx);
+
+// ---- pattern.cc -------------------------------------------------------------
+
+/// Replaces string.find, string.match, string.gmatch and string.gsub (also
+/// reached as s:find(...)) with implementations of the Lua 5.4 pattern
+/// language that count their steps and stop at the deadline or on cancel:
+/// a backtracking pattern ("(.-)(.-)(.-)x" on a long subject) no longer
+/// runs unbounded inside one C call. Protected mode only.
+void InstallBoundedPatterns(lua_State* L);
+/// Plain substring search that checks the deadline as it goes (the naive
+/// search is O(n*m)). Returns the offset of `needle` in `hay` or npos;
+/// raises a Lua error at the deadline.
+size_t BoundedFind(lua_State* L, std::string_view hay, std::string_view needle);
 
 // ---- host_table.cc --------------------------------------------------------
 

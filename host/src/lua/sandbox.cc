@@ -327,6 +327,20 @@ int SetupExpression(lua_State* L, Context& ctx) {
 
 namespace detail {
 
+bool DeadlineReached(lua_State* L, Context& ctx) {
+  if (!ctx.timed_out && !ctx.cancelled) {
+    if (ctx.has_deadline && std::chrono::steady_clock::now() >= ctx.deadline) {
+      ctx.timed_out = true;
+    } else if (PollCancelled(ctx)) {
+      ctx.cancelled = true;
+    } else {
+      return false;
+    }
+  }
+  lua_sethook(L, DeadlineHook, LUA_MASKCOUNT, 1);  // as the hook does: every instruction raises from now on
+  return true;
+}
+
 void CopyFields(lua_State* L, int from_index, int to_index, const char* const* names) {
   from_index = lua_absindex(L, from_index);
   to_index = lua_absindex(L, to_index);
@@ -355,6 +369,8 @@ void OpenBaseObjects(lua_State* L, Context& ctx) {
   lua_pushnil(L);
   lua_setfield(L, -2, "dump");
   lua_pop(L, 2);
+  // find/match/gmatch/gsub that stop at the deadline (lua/pattern.cc).
+  InstallBoundedPatterns(L);
   lua_pushliteral(L, "");
   if (lua_getmetatable(L, -1) != 0) {
     lua_pushliteral(L, "string");

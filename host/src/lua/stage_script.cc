@@ -158,6 +158,10 @@ json RunStageFromSource(std::string_view source, const std::string& chunk_name, 
   try {
     return ToJson(L, -1, "outputs");
   } catch (const LuaError& e) {
+    if (e.kind == "out_of_memory") {
+      throw LuaError("out_of_memory", chunk_name + ": out of memory (limit " + std::to_string(limits.memory_bytes) +
+                                          " bytes) while converting run()'s result: " + e.what());
+    }
     throw LuaError("bad_output", chunk_name + ": run() returned a value that is not JSON: " + e.what());
   }
 }

@@ -211,3 +211,26 @@ TEST_CASE("lua sandbox: C++ exceptions in host functions become catchable Lua er
   CHECK(out["ok"] == false);
   CHECK_THAT(out["err"].get<std::string>(), Catch::Contains("accel.fs.read: not available (no run directory)"));
 }
+
+TEST_CASE("lua sandbox: JSON built in C++ from a shared string counts against the cap", "[lua][sandbox][memory]") {
+  // One 1 MiB string referenced 200 times is 1 MiB in the Lua heap, but 200 MiB once copied to JSON.
+  const char* bombs[] = {
+      "local s = string.rep('x', 1 << 20) local t = {} for i = 1, 200 do t[i] = s end return {n = #accel.json.encode(t)}",
+      "local s = string.rep('x', 1 << 20) local t = {} for i = 1, 200 do t[i] = s end return {t = t}",
+      // a pcall cannot make the conversion fit; the next encode fails the same way
+      "local s = string.rep('\\n', 1 << 20) local t = {} for i = 1, 200 do t[i] = s end "
+      "local ok = pcall(accel.json.encode, t) return {ok = ok, n = #accel.json.encode(t)}",
+  };
+  for (const char* bomb : bombs) {
+    INFO(bomb);
+    LuaError e = RunLuaError(Stage(bomb), {}, Limits{16ll << 20, std::chrono::milliseconds(5000)});
+    CHECK(e.kind == "out_of_memory");
+    CHECK_THAT(e.what(), Catch::Contains("out of memory (limit 16777216 bytes)"));
+  }
+  // Honest work of the same shape, within the cap, still converts.
+  json out = RunLua(Stage("local s = string.rep('x', 1 << 10) local t = {} for i = 1, 200 do t[i] = s end "
+                          "return {n = #accel.json.encode(t), t = t}"),
+                    {}, Limits{16ll << 20, std::chrono::milliseconds(5000)});
+  CHECK(out["n"] == 200 * 1027 + 1);
+  CHECK(out["t"].size() == 200);
+}
