@@ -26,7 +26,7 @@ void CheckHeader(const nlohmann::json& header, const std::string& path) {
 
 }  // namespace
 
-Journal::Journal(const std::filesystem::path& path) {
+Journal::Journal(const std::filesystem::path& path) : path_(path) {
   bool exists = std::filesystem::exists(path) && std::filesystem::file_size(path) > 0;
   if (exists) {
     std::ifstream in(path);
@@ -34,7 +34,7 @@ Journal::Journal(const std::filesystem::path& path) {
     std::getline(in, first);
     CheckHeader(nlohmann::json::parse(first, nullptr, false), path.string());
   }
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd_ < 0) throw std::runtime_error("cannot open " + path.string() + ": " + std::strerror(errno));
   if (!exists) Append({{"journal", "accelopt"}, {"version", kVersion}});
 }
@@ -45,7 +45,7 @@ Journal::~Journal() {
 
 void Journal::Append(nlohmann::json event) {
   if (!event.contains("journal")) event["ts"] = UtcNowIso();
-  std::string line = event.dump() + "\n";
+  std::string line = event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   std::lock_guard<std::mutex> lock(mutex_);
   const char* data = line.data();
   size_t left = line.size();
@@ -71,6 +71,18 @@ std::vector<nlohmann::json> Journal::Read(const std::filesystem::path& path) {
     if (event.is_object()) events.push_back(std::move(event));  // a torn last line is skipped
   }
   return events;
+}
+
+std::map<std::string, std::string> Journal::OutputHashes(const std::vector<nlohmann::json>& events) {
+  std::map<std::string, std::string> hashes;
+  for (const auto& event : events) {
+    auto dir = event.find("dir");
+    auto hash = event.find("outputs_sha256");
+    if (dir != event.end() && dir->is_string() && hash != event.end() && hash->is_string()) {
+      hashes[dir->get<std::string>()] = hash->get<std::string>();
+    }
+  }
+  return hashes;
 }
 
 }  // namespace accelopt

@@ -1,5 +1,8 @@
 #include "pipeline/executor.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
 #include <fstream>
 #include <future>
@@ -8,6 +11,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "core/digest.h"
 #include "core/errors.h"
 #include "core/text.h"
 #include "pipeline/expressions.h"
@@ -33,16 +37,26 @@ struct Executor::StageRecord {
 namespace {
 
 // A stage's log.txt, shared with threads that may outlive a timed-out call.
+// The file is opened without following symlinks (core/run_dir.h).
 struct StageLog {
   std::mutex mutex;
-  std::ofstream file;
+  int fd = -1;
   std::string prefix;
+  ~StageLog() {
+    if (fd >= 0) ::close(fd);
+  }
   void Write(int level, const std::string& message) {
     spdlog::log(static_cast<spdlog::level::level_enum>(level), "[{}] {}", prefix, message);
     std::lock_guard<std::mutex> lock(mutex);
+    if (fd < 0) return;
     static const char* kNames[] = {"trace", "debug", "info", "warn", "error"};
-    file << "[" << kNames[std::clamp(level, 0, 4)] << "] " << message << "\n";
-    file.flush();
+    std::string line = std::string("[") + kNames[std::clamp(level, 0, 4)] + "] " + message + "\n";
+    for (size_t done = 0; done < line.size();) {
+      ssize_t n = ::write(fd, line.data() + done, line.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      done += static_cast<size_t>(n);
+    }
   }
 };
 
@@ -74,8 +88,14 @@ struct StageThreadState {
 // the stage's cancel flag is raised; a stage that ignores it for 2 s more is
 // left to finish in the background (counted by AbandonedStages) and its late
 // result is discarded.
-json RunWithTimeout(std::shared_ptr<Stage> stage, const StageInvocation& invocation) {
-  if (invocation.timeout_ms <= 0) return stage->Run(invocation);
+//
+// `run_cancelled` is the run's Ctrl-C flag: while the stage runs it is
+// polled and copied into the stage's own cancel flag. `nominal_timeout_ms`
+// is the stage's configured timeout, for the message (the invocation's
+// timeout_ms is what was left of it once `with` was resolved).
+json RunWithTimeout(std::shared_ptr<Stage> stage, const StageInvocation& invocation,
+                    const std::shared_ptr<std::atomic<bool>>& run_cancelled, int64_t nominal_timeout_ms) {
+  if (invocation.timeout_ms <= 0 && !run_cancelled) return stage->Run(invocation);
   auto promise = std::make_shared<std::promise<json>>();
   auto future = promise->get_future();
   auto state = std::make_shared<StageThreadState>();
@@ -89,7 +109,20 @@ json RunWithTimeout(std::shared_ptr<Stage> stage, const StageInvocation& invocat
     state->done = true;
     if (state->abandoned) --g_abandoned_stages;
   }).detach();
-  if (future.wait_for(std::chrono::milliseconds(invocation.timeout_ms)) == std::future_status::ready) return future.get();
+  // Wait in slices so that a Ctrl-C reaches the running stage at once.
+  const auto deadline = invocation.timeout_ms > 0
+                            ? std::chrono::steady_clock::now() + std::chrono::milliseconds(invocation.timeout_ms)
+                            : std::chrono::steady_clock::time_point::max();
+  while (true) {
+    auto slice = std::chrono::milliseconds(100);
+    if (deadline != std::chrono::steady_clock::time_point::max()) {
+      slice = std::min(slice, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()));
+    }
+    if (slice.count() > 0 && future.wait_for(slice) == std::future_status::ready) return future.get();
+    if (future.wait_for(std::chrono::seconds(0)) == std::future_status::ready) return future.get();
+    if (run_cancelled && run_cancelled->load()) invocation.cancelled->store(true);
+    if (std::chrono::steady_clock::now() >= deadline) break;
+  }
   invocation.cancelled->store(true);
   if (future.wait_for(std::chrono::seconds(2)) == std::future_status::ready) {
     try {
@@ -104,7 +137,7 @@ json RunWithTimeout(std::shared_ptr<Stage> stage, const StageInvocation& invocat
       ++g_abandoned_stages;
     }
   }
-  throw StageError("timeout", "stage exceeded its timeout of " + std::to_string(invocation.timeout_ms) + " ms");
+  throw StageError("timeout", "stage exceeded its timeout of " + std::to_string(nominal_timeout_ms) + " ms");
 }
 
 // The stage's timeout in ms: the literal of the file, or its `${{ }}` expression
@@ -188,6 +221,13 @@ Executor::Executor(const Pipeline& pipeline, const ResolvedStages& stages, const
     : pipeline_(pipeline), stages_(stages), run_dir_(run_dir), progress_(progress) {}
 
 RunResult Executor::Run() {
+  if (resume_ && journal_ != nullptr) {
+    try {
+      journaled_hashes_ = Journal::OutputHashes(Journal::Read(journal_->path()));
+    } catch (const std::exception& error) {
+      spdlog::warn("resume: cannot read the journal ({}); nothing is reused", error.what());
+    }
+  }
   Scope scope;
   scope.context = {{"vars", pipeline_.vars},
                    {"backend", pipeline_.backend},
@@ -276,36 +316,56 @@ Executor::StageRecord Executor::RunStage(const StageSpec& spec, const fs::path& 
   auto start = std::chrono::steady_clock::now();
   progress_.StageStarted(spec.id, 0);
   int attempts = 0;
+  std::string sha256;
   try {
-    record.outputs = Invoke(spec, dir, scope.context, spec.id, &attempts);
+    record.outputs = Invoke(spec, dir, scope.context, spec.id, &attempts, &sha256);
   } catch (const StageError& error) {
     record.status = "failed";
     record.error = error.ToJson();
     spdlog::error("stage {} failed ({}): {}", spec.id, error.kind(), error.what());
+  } catch (const std::exception& error) {  // e.g. a symlink refused in the stage's folder
+    record.status = "failed";
+    record.error = StageError("stage_error", error.what()).ToJson();
+    spdlog::error("stage {} failed (stage_error): {}", spec.id, error.what());
   }
   run_dir_.WriteJson(dir / "status.json", {{"status", record.status}, {"attempts", attempts},
                                            {"seconds", SecondsSince(start)}, {"error", record.error}});
-  Record({{"event", "stage_finished"}, {"stage", spec.id}, {"dir", fs::relative(dir, run_dir_.path()).string()},
-          {"status", record.status}, {"reused", attempts == 0}});
+  json event = {{"event", "stage_finished"}, {"stage", spec.id}, {"dir", fs::relative(dir, run_dir_.path()).string()},
+                {"status", record.status}, {"reused", attempts == 0}};
+  if (record.status == "ok" && !sha256.empty()) event["outputs_sha256"] = sha256;
+  Record(std::move(event));
   progress_.StageFinished(spec.id, record.status, SecondsSince(start));
   return record;
 }
 
 json Executor::Invoke(const StageSpec& spec, const fs::path& dir, const json& context, const std::string& label,
-                      int* attempts) {
+                      int* attempts, std::string* outputs_sha256) {
   auto stage = stages_.at(spec.id);
-  fs::create_directories(dir);
+  // Stage folders and their files never follow a symlink planted in the run directory.
   auto log = std::make_shared<StageLog>();
-  log->file.open(dir / "log.txt", std::ios::app);
+  try {
+    run_dir_.EnsureDir(dir);
+    log->fd = OpenForAppendNoFollow(run_dir_.path(), run_dir_.Relative(dir) / "log.txt");
+  } catch (const std::exception& error) {
+    throw StageError("stage_error", error.what());
+  }
   log->prefix = label;
   json params = stage->Params();
+  // The stage's clock starts here: resolving `with` counts against its timeout,
+  // and each expression also stops at that deadline and on Ctrl-C.
+  const int64_t timeout_ms = ResolveTimeoutMs(spec, context);
+  const auto started = std::chrono::steady_clock::now();
+  ExpressionBudget budget;
+  budget.timeout_ms = timeout_ms;
+  if (timeout_ms > 0) budget.deadline = started + std::chrono::milliseconds(timeout_ms);
+  budget.cancelled = [this] { return Cancelled(); };
   json resolved = json::object();
   for (const auto& [name, value] : spec.with.items()) {
     auto where = spec.with_where.count(name) ? spec.with_where.at(name) : spec.where;
-    resolved[name] = ResolveValue(value, context, where);
+    resolved[name] = ResolveValue(value, context, where, &budget);
   }
   json with = ApplyDefaults(resolved, params);
-  if (auto previous = Reusable(dir, with)) {
+  if (auto previous = Reusable(dir, with, outputs_sha256)) {
     log->Write(2, "reusing the outputs of an earlier attempt (resume)");
     ++reused_;
     *attempts = 0;
@@ -324,7 +384,8 @@ json Executor::Invoke(const StageSpec& spec, const fs::path& dir, const json& co
   invocation.vars = context.value("vars", json::object());
   invocation.stage_dir = dir;
   invocation.run_dir = run_dir_.path();
-  invocation.timeout_ms = ResolveTimeoutMs(spec, context);
+  // What is left of the timeout after resolving `with` (at least 1 ms).
+  invocation.timeout_ms = timeout_ms > 0 ? std::max<int64_t>(1, timeout_ms - static_cast<int64_t>(SecondsSince(started) * 1000)) : 0;
   invocation.log = [log](int level, const std::string& message) { log->Write(level, message); };
   Progress* progress = &progress_;
   std::string id = spec.id;
@@ -334,8 +395,8 @@ json Executor::Invoke(const StageSpec& spec, const fs::path& dir, const json& co
     *attempts = attempt;
     invocation.cancelled = std::make_shared<std::atomic<bool>>(Cancelled());
     try {
-      json outputs = RunWithTimeout(stage, invocation);
-      run_dir_.WriteJson(dir / "outputs.json", outputs);
+      json outputs = RunWithTimeout(stage, invocation, cancelled_, timeout_ms);
+      *outputs_sha256 = WriteOutputs(dir, outputs);
       return outputs;
     } catch (const StageError& error) {
       log->Write(4, "attempt " + std::to_string(attempt) + " failed (" + error.kind() + "): " + error.what());
@@ -344,6 +405,7 @@ json Executor::Invoke(const StageSpec& spec, const fs::path& dir, const json& co
       log->Write(4, std::string("attempt failed: ") + error.what());
       if (attempt >= spec.retry.max_attempts || Cancelled()) throw StageError("stage_error", error.what());
     }
+    if (timeout_ms > 0) invocation.timeout_ms = timeout_ms;  // a retry gets the whole timeout
     int64_t delay_ms = spec.retry.backoff_ms << std::min(attempt - 1, 10);
     std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
   }
@@ -358,13 +420,33 @@ void Executor::Record(json event) {
   }
 }
 
-std::optional<json> Executor::Reusable(const fs::path& dir, const json& with) const {
+std::string Executor::WriteOutputs(const fs::path& dir, const json& outputs) const {
+  std::string text = outputs.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  run_dir_.WriteText(dir / "outputs.json", text);
+  return Sha256Hex(text);
+}
+
+std::optional<json> Executor::Reusable(const fs::path& dir, const json& with, std::string* sha256) const {
   if (!resume_) return std::nullopt;
   try {
     if (!fs::exists(dir / "status.json") || !fs::exists(dir / "outputs.json")) return std::nullopt;
     json status = json::parse(ReadFile(dir / "status.json"));
     json inputs = json::parse(ReadFile(dir / "inputs.json"));
     if (status.value("status", "") != "ok" || inputs.value("with", json()) != with) return std::nullopt;
+    // The outputs must be byte for byte what was journaled when they were written.
+    const std::string rel = fs::relative(dir, run_dir_.path()).string();
+    auto journaled = journaled_hashes_.find(rel);
+    std::optional<std::string> actual = Sha256OfFile(dir / "outputs.json");
+    if (journaled == journaled_hashes_.end()) {
+      spdlog::warn("resume: {}/outputs.json has no journaled hash; running it again", rel);
+      return std::nullopt;
+    }
+    if (!actual || *actual != journaled->second) {
+      spdlog::warn("resume: {}/outputs.json changed after it was journaled (SHA-256 {} , journaled {}); running it again",
+                   rel, actual.value_or("unreadable").substr(0, 12), journaled->second.substr(0, 12));
+      return std::nullopt;
+    }
+    *sha256 = *actual;
     return json::parse(ReadFile(dir / "outputs.json"));
   } catch (const std::exception&) {
     return std::nullopt;  // unreadable or half-written: run again
@@ -408,17 +490,30 @@ Executor::StageRecord Executor::RunForEach(const StageSpec& spec, const fs::path
       char name[32];
       std::snprintf(name, sizeof(name), "item-%04zu", i);
       int attempts = 0;
-      try {
-        outputs[i] = Invoke(spec, dir / name, item_context, spec.id + "[" + std::to_string(i) + "]", &attempts);
-        if (outputs[i].is_object() && outputs[i].value("ok", true) == false) not_ok++;
-        run_dir_.WriteJson(dir / name / "status.json", {{"status", "ok"}, {"attempts", attempts}});
-        Record({{"event", "item_finished"}, {"stage", spec.id}, {"item", i}, {"status", "ok"}, {"reused", attempts == 0}});
-      } catch (const StageError& error) {
+      std::string sha256;
+      const std::string rel = fs::relative(dir / name, run_dir_.path()).string();
+      auto fail = [&](const StageError& error) {
         errors++;
         outputs[i] = {{"ok", false}, {"error", error.ToJson()}, {"item", items[i]}};
-        run_dir_.WriteJson(dir / name / "status.json", {{"status", "failed"}, {"attempts", attempts}, {"error", error.ToJson()}});
-        Record({{"event", "item_finished"}, {"stage", spec.id}, {"item", i}, {"status", "failed"}, {"kind", error.kind()}});
+        try {
+          run_dir_.WriteJson(dir / name / "status.json", {{"status", "failed"}, {"attempts", attempts}, {"error", error.ToJson()}});
+        } catch (const std::exception& write_error) {
+          spdlog::error("{}[{}]: {}", spec.id, i, write_error.what());
+        }
+        Record({{"event", "item_finished"}, {"stage", spec.id}, {"item", i}, {"dir", rel}, {"status", "failed"}, {"kind", error.kind()}});
         spdlog::error("{}[{}] failed ({}): {}", spec.id, i, error.kind(), error.what());
+      };
+      try {
+        outputs[i] = Invoke(spec, dir / name, item_context, spec.id + "[" + std::to_string(i) + "]", &attempts, &sha256);
+        if (outputs[i].is_object() && outputs[i].value("ok", true) == false) not_ok++;
+        run_dir_.WriteJson(dir / name / "status.json", {{"status", "ok"}, {"attempts", attempts}});
+        json event = {{"event", "item_finished"}, {"stage", spec.id}, {"item", i}, {"dir", rel}, {"status", "ok"}, {"reused", attempts == 0}};
+        if (!sha256.empty()) event["outputs_sha256"] = sha256;
+        Record(std::move(event));
+      } catch (const StageError& error) {
+        fail(error);
+      } catch (const std::exception& error) {  // e.g. a symlink refused in the item's folder: this item fails, not the host
+        fail(StageError("stage_error", error.what()));
       }
       progress_.Item(spec.id, ++done, total, "");
     }

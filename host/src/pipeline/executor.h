@@ -13,6 +13,7 @@
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -57,7 +58,11 @@ class Executor {
 
   /// Resume mode: a stage or item whose directory already holds
   /// status.json with status "ok" and inputs.json with the same resolved
-  /// `with` is not run again; its outputs.json is reused.
+  /// `with` is not run again; its outputs.json is reused, but only if its
+  /// SHA-256 equals the `outputs_sha256` the journal recorded for that
+  /// directory. An outputs.json edited after it was journaled (or one with
+  /// no journaled hash) is not trusted: the stage or item runs again, with
+  /// a warning naming the file.
   void SetResume(bool resume) { resume_ = resume; }
 
   /// Journal receiving stage/item events (optional).
@@ -75,9 +80,11 @@ class Executor {
   StageRecord RunStage(const StageSpec& spec, const std::filesystem::path& dir, Scope& scope);
   StageRecord RunLoop(const StageSpec& spec, const std::filesystem::path& dir, Scope& scope);
   StageRecord RunForEach(const StageSpec& spec, const std::filesystem::path& dir, const nlohmann::json& context);
-  std::optional<nlohmann::json> Reusable(const std::filesystem::path& dir, const nlohmann::json& with) const;
+  std::optional<nlohmann::json> Reusable(const std::filesystem::path& dir, const nlohmann::json& with,
+                                        std::string* sha256) const;
+  std::string WriteOutputs(const std::filesystem::path& dir, const nlohmann::json& outputs) const;
   nlohmann::json Invoke(const StageSpec& spec, const std::filesystem::path& dir, const nlohmann::json& context,
-                        const std::string& label, int* attempts);
+                        const std::string& label, int* attempts, std::string* outputs_sha256);
   void Record(nlohmann::json event);
   bool Cancelled() const { return cancelled_ && cancelled_->load(); }
 
@@ -89,6 +96,7 @@ class Executor {
   int parallel_cap_ = 64;
   bool resume_ = false;
   Journal* journal_ = nullptr;
+  std::map<std::string, std::string> journaled_hashes_;  // dir (relative) -> outputs_sha256, for resume
   std::atomic<int> reused_{0};
   bool failed_ = false;
   RunResult result_;

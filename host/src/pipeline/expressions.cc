@@ -14,10 +14,33 @@ std::string Trim(const std::string& text) {
   return text.substr(first, last - first + 1);
 }
 
-nlohmann::json Evaluate(const std::string& code, const nlohmann::json& context, const SourceLocation& where) {
+nlohmann::json Evaluate(const std::string& code, const nlohmann::json& context, const SourceLocation& where,
+                        const ExpressionBudget* budget = nullptr) {
+  lua::Limits limits = lua::kExpressionLimits;
+  bool stage_deadline_binds = false;
+  lua::HostHooks hooks;
+  if (budget != nullptr) {
+    hooks.cancelled = budget->cancelled;
+    if (budget->deadline != std::chrono::steady_clock::time_point::max()) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(budget->deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) {
+        throw StageError("timeout", where.ToString() + ": stage exceeded its timeout of " + std::to_string(budget->timeout_ms) +
+                                        " ms while resolving ${{ " + code + " }}");
+      }
+      if (left < limits.timeout) {
+        limits.timeout = left;
+        stage_deadline_binds = true;
+      }
+    }
+  }
   try {
-    return lua::EvaluateExpression(code, context);
+    return lua::EvaluateExpression(code, context, limits, &hooks);
   } catch (const lua::LuaError& error) {
+    if (error.kind == "timeout" && stage_deadline_binds) {
+      throw StageError("timeout", where.ToString() + ": stage exceeded its timeout of " + std::to_string(budget->timeout_ms) +
+                                      " ms in ${{ " + code + " }}");
+    }
+    if (error.kind == "cancelled") throw StageError("cancelled", where.ToString() + ": cancelled in ${{ " + code + " }}");
     throw StageError("expression_error", where.ToString() + ": error in ${{ " + code + " }}: " + error.what());
   }
 }
@@ -56,15 +79,16 @@ bool ContainsExpression(const nlohmann::json& value) {
   return false;
 }
 
-nlohmann::json ResolveValue(const nlohmann::json& value, const nlohmann::json& context, const SourceLocation& where) {
+nlohmann::json ResolveValue(const nlohmann::json& value, const nlohmann::json& context, const SourceLocation& where,
+                            const ExpressionBudget* budget) {
   if (value.is_object()) {
     nlohmann::json out = nlohmann::json::object();
-    for (const auto& [key, child] : value.items()) out[key] = ResolveValue(child, context, where);
+    for (const auto& [key, child] : value.items()) out[key] = ResolveValue(child, context, where, budget);
     return out;
   }
   if (value.is_array()) {
     nlohmann::json out = nlohmann::json::array();
-    for (const auto& child : value) out.push_back(ResolveValue(child, context, where));
+    for (const auto& child : value) out.push_back(ResolveValue(child, context, where, budget));
     return out;
   }
   if (!value.is_string()) return value;
@@ -76,13 +100,13 @@ nlohmann::json ResolveValue(const nlohmann::json& value, const nlohmann::json& c
   }
   // Exactly one expression and nothing else: keep the JSON type.
   if (spans.size() == 1 && Trim(text.substr(0, spans[0].begin)).empty() && Trim(text.substr(spans[0].end)).empty()) {
-    return Evaluate(spans[0].code, context, where);
+    return Evaluate(spans[0].code, context, where, budget);
   }
   std::string out;
   size_t cursor = 0;
   for (const auto& span : spans) {
     out += text.substr(cursor, span.begin - cursor);
-    nlohmann::json result = Evaluate(span.code, context, where);
+    nlohmann::json result = Evaluate(span.code, context, where, budget);
     out += result.is_string() ? result.get<std::string>() : result.dump();
     cursor = span.end;
   }

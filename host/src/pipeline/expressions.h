@@ -6,6 +6,8 @@
 // read-only in the Lua sandbox (lua/expression.h).
 #pragma once
 
+#include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,10 +31,26 @@ std::vector<ExpressionSpan> FindExpressions(const std::string& text);
 /// True if `value` (recursively) contains any `${{`.
 bool ContainsExpression(const nlohmann::json& value);
 
+/// What the expressions of one stage may spend. Each expression always runs
+/// in its own sandbox under lua::kExpressionLimits (16 MiB of Lua heap, and
+/// 1 s); a budget also ends it at the stage's deadline and on cancel.
+struct ExpressionBudget {
+  /// The stage's deadline (its timeout counted from when the stage started);
+  /// time_point::max() = none.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  /// The stage's timeout in ms, for messages (0 = none).
+  int64_t timeout_ms = 0;
+  /// Polled while an expression runs (Ctrl-C); may be empty.
+  std::function<bool()> cancelled;
+};
+
 /// Resolves every expression in `value` against `context` (an object whose
-/// keys are the expression's globals). Throws StageError(kind
-/// "expression_error") naming `where` and the failing expression.
-nlohmann::json ResolveValue(const nlohmann::json& value, const nlohmann::json& context, const SourceLocation& where);
+/// keys are the expression's globals). Throws StageError naming `where` and
+/// the failing expression: kind "expression_error", or "timeout" when the
+/// budget's deadline ends an expression (or has passed before one starts),
+/// or "cancelled" when the budget's cancel flag is raised.
+nlohmann::json ResolveValue(const nlohmann::json& value, const nlohmann::json& context, const SourceLocation& where,
+                            const ExpressionBudget* budget = nullptr);
 
 /// Evaluates a condition (`if`, `until`): either `${{ expr }}` or a bare
 /// expression. Lua truthiness: only false and null are false.
