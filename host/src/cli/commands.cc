@@ -1,4 +1,5 @@
 #include "cli/commands.h"
+#include "cli/run_record.h"
 #include "cli/run_services.h"
 
 #include <unistd.h>
@@ -25,11 +26,8 @@
 namespace accelopt::cli {
 namespace {
 
+// Ctrl-C flag (cli/run_record.h installs the handlers that raise it).
 std::shared_ptr<std::atomic<bool>> g_cancel = std::make_shared<std::atomic<bool>>(false);
-
-extern "C" void OnSigint(int) {
-  if (g_cancel->exchange(true)) std::_Exit(130);  // second Ctrl-C: leave now
-}
 
 void PrintDiagnostics(const ConfigError& error) {
   for (const auto& d : error.diagnostics()) std::cerr << d.ToString() << "\n";
@@ -120,14 +118,24 @@ int RunCommand(const RunOptions& given, const std::vector<std::string>& argv) {
       spdlog::warn("resume: {}", error.what());
     }
   }
-  run_dir->WriteText("pipeline.resolved.yaml", pipeline.resolved_yaml);
-  run_dir->WriteJson("run.json", run_json);
+  // From here on run.json never stays "running": the record finalises it on
+  // every exit path, signals and crashes included (cli/run_record.h).
+  InstallSignalHandlers(g_cancel.get());
+  std::optional<RunRecord> record;
+  try {
+    run_dir->WriteText("pipeline.resolved.yaml", pipeline.resolved_yaml);
+    record.emplace(*run_dir, run_json);
+  } catch (const std::exception& error) {
+    std::cerr << "error: cannot write the run directory: " << error.what() << "\n";
+    return kExitUsage;
+  }
   std::unique_ptr<Journal> journal;
   try {
     journal = std::make_unique<Journal>(run_dir->path() / "journal.jsonl");
     journal->Append({{"event", resume ? "run_resumed" : "run_started"}, {"pipeline", pipeline.file.string()}});
   } catch (const std::exception& error) {
     std::cerr << "error: " << error.what() << "\n";
+    record->Finish("failed", {{"kind", "config_error"}, {"message", error.what()}});
     return kExitUsage;
   }
   spdlog::info("run {} → {}", pipeline.name, run_dir->path().string());
@@ -137,29 +145,42 @@ int RunCommand(const RunOptions& given, const std::vector<std::string>& argv) {
     services = StartRunServices(pipeline, *run_dir, ServiceOptions{options.workers, resume});
   } catch (const ConfigError& error) {
     PrintDiagnostics(error);
+    record->Finish("failed", {{"kind", "config_error"}, {"message", error.what()}});
+    return kExitUsage;
+  } catch (const std::exception& error) {
+    std::cerr << "error: cannot start the run's services: " << error.what() << "\n";
+    record->Finish("failed", {{"kind", "config_error"}, {"message", error.what()}});
     return kExitUsage;
   }
 
-  std::signal(SIGINT, OnSigint);
-  std::signal(SIGTERM, OnSigint);
   Progress progress(::isatty(STDERR_FILENO) && std::getenv("ACCELOPT_NO_PROGRESS") == nullptr);
   Executor executor(pipeline, stages, *run_dir, progress);
   executor.SetCancelFlag(g_cancel);
   if (options.max_parallel > 0) executor.SetParallelCap(options.max_parallel);
   executor.SetResume(resume);
   executor.SetJournal(journal.get());
-  RunResult result = executor.Run();
-  journal->Append({{"event", "run_finished"}, {"status", result.status}, {"reused", executor.reused()}});
+  RunResult result;
+  try {
+    result = executor.Run();
+  } catch (const std::exception& error) {  // a host bug or an I/O failure: record it, never leave "running"
+    spdlog::error("run aborted: {}", error.what());
+    progress.Clear();
+    record->Finish("failed", {{"kind", "internal_error"}, {"message", error.what()}});
+    return kExitFailed;
+  }
+  try {
+    journal->Append({{"event", "run_finished"}, {"status", result.status}, {"reused", executor.reused()}});
+  } catch (const std::exception& error) {
+    spdlog::warn("journal: {}", error.what());
+  }
   if (resume) spdlog::info("resume: reused {} finished stage/item results", executor.reused());
   progress.Clear();
 
-  run_json["status"] = result.status;
-  run_json["finished_at"] = UtcNowIso();
-  run_json["failed_stages"] = result.failed_stages;
-  run_json["failed_items"] = result.failed_items;
-  run_json["stages"] = result.stages;
-  if (auto summary = services->Summary(); !summary.is_null()) run_json["services"] = summary;
-  run_dir->WriteJson("run.json", run_json);
+  record->json()["failed_stages"] = result.failed_stages;
+  record->json()["failed_items"] = result.failed_items;
+  record->json()["stages"] = result.stages;
+  if (auto summary = services->Summary(); !summary.is_null()) record->json()["services"] = summary;
+  record->Finish(result.status);
   spdlog::info("run {}: {} ({} failed stages, {} failed items) — {}", pipeline.name, result.status, result.failed_stages,
                result.failed_items, run_dir->path().string());
   if (int abandoned = AbandonedStages(); abandoned > 0) {

@@ -132,7 +132,10 @@ std::unique_ptr<RunServices> StartRunServices(const Pipeline& pipeline, const Ru
   // Worker processes for untrusted candidates (docs/isolation.md).
   worker::PoolOptions pool;
   pool.workers = options.workers;
-  pool.config.scratch_root = (run_dir.path() / "workers").string();
+  // A real directory, never a symlink planted in the run directory (a resumed
+  // run's folder is not trusted); each worker's w<k> below it is made with
+  // EnsurePrivateDir(path) as well.
+  pool.config.scratch_root = EnsurePrivateDir(run_dir.path(), "workers").string();
   pool.config.python_paths = pipeline.python_path;  // the pipeline's python_path: reaches the workers too
   services->workers_ = std::make_unique<worker::ScopedWorkerPool>(pool);
   return services;
