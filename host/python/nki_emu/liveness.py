@@ -69,7 +69,7 @@ def bind(frame, releases):
     for name, slots in releases:
         root = local.get(name)
         if not isinstance(root, tensor.NkiTensor) or root.root is not root \
-                or tensor.storage(root).blocks is None:
+                or tensor.blocks_of(root) is None:
             continue
         block_shape = root.layout.shape[:root.par_axis]
         if any(pos >= len(block_shape) for _, pos in slots[:-1]) or slots[-1][1] >= len(block_shape):
@@ -92,8 +92,7 @@ def release(bound, iteration):
     """Drops the blocks that iteration ``iteration`` of the loop owned (``bound`` from
     :func:`bind`)."""
     for root, strides, fixed, complete in bound:
-        store = tensor.storage(root)
-        blocks = store.blocks
+        blocks = tensor.blocks_of(root)
         if not blocks:
             continue
         if complete:  # every block dim is fixed: exactly one block dies
@@ -104,8 +103,9 @@ def release(bound, iteration):
             dead = [b for b in blocks if all((b // s) % n == v for s, n, v in wanted)]
         for b in dead:
             del blocks[b]
-        if dead and isinstance(store.cow, set):
-            store.cow.difference_update(dead)
+        cow = tensor.cow_of(root)
+        if dead and isinstance(cow, set):
+            cow.difference_update(dead)
 
 
 def analyse(function):

@@ -9,10 +9,13 @@ Compute results are fresh SBUF (or PSUM) root tensors.
 
 Storage is not reachable from a tensor object (docs/isolation.md, "Work
 outside the instruction stream"): a kernel holds :class:`NkiTensor` objects,
-whose attributes are metadata only. The NumPy arrays live in
-:data:`_STORAGE`, a table of this module keyed by the root's ``uid``, and the
-emulator reads and writes them through :func:`values`, :func:`root_data`,
-:func:`write` and :func:`update_in_place`. ``np.asarray(t)``, iteration and
+whose attributes are metadata only. The NumPy arrays live in hidden slots of
+the root: slots whose descriptors are taken out of the class after it is
+built, so that no attribute lookup (``getattr``, ``vars``, ``type(t).__dict__``,
+copy/pickle state) finds them; only this module's accessors hold the
+descriptors. The emulator reads and writes storage through :func:`values`,
+:func:`root_data`, :func:`write` and :func:`update_in_place`. Hidden slots add
+no object per tensor, so the garbage collector's work is unchanged. ``np.asarray(t)``, iteration and
 the buffer protocol raise TypeError. Every HBM tensor the kernel allocates
 keeps a mask of the elements a store has written (:func:`unwritten`).
 """
@@ -61,37 +64,15 @@ def split_shape(shape):
 
 
 _UID = [0]
-_OWNERS = {}  # id(array) -> _Storage of the fresh root owning it (cleared per run)
+_OWNERS = {}  # id(array) -> weakref of the fresh root owning it (cleared per run)
 
-
-class _Storage:
-    """Storage of one root tensor, kept out of the tensor object (module docstring).
-
-    ``uid`` (the root's), ``data`` (the C-contiguous array of the declared shape, or
-    None while a block-dim root keeps ``blocks``: {block index: flat array},
-    allocated on first touch), ``cow`` (False; True: ``data`` was adopted by a
-    block; or the set of block indices adopted from fresh results: copy-on-write),
-    ``written`` (bool mask of the declared shape for an HBM tensor the kernel
-    allocated, else None) and ``ref`` (the root's :class:`_RootRef`).
-    """
-
-    __slots__ = ("uid", "data", "blocks", "cow", "written", "ref")
-
-
-class _RootRef(weakref.ref):
-    """Weak reference to a root whose death drops its storage. A kernel can reach it
-    (``t.__weakref__``), so it carries nothing but the root's ``uid``."""
-
-    __slots__ = ("uid",)
-
-
-def _drop(ref):
-    store = _STORAGE.pop(ref.uid, None)
-    if store is not None:
-        store.data = store.blocks = store.written = None
-
-
-_STORAGE = {}  # root uid -> _Storage (emulator-internal; not reachable from a tensor's attributes)
+# Storage slots of a root (hidden: see the module docstring). ``_data``: the C-contiguous
+# array of the declared shape, or None while a block-dim root keeps ``_blocks``
+# ({block index: flat array}, allocated on first touch); ``_cow``: False, True (``_data``
+# was adopted by a block) or the set of block indices adopted from fresh results
+# (copy-on-write); ``_written``: bool mask of the declared shape for an HBM tensor the
+# kernel allocated (nki_emu.coverage), else None. Views leave them unset.
+_HIDDEN_SLOTS = ("_data", "_blocks", "_cow", "_written")
 
 
 class NkiTensor:
@@ -107,7 +88,7 @@ class NkiTensor:
 
     __slots__ = ("root", "layout", "gather", "buffer", "dtype", "name", "par_axis", "immutable",
                  "producer", "valid", "uid", "depth", "version", "placed", "site", "scope",
-                 "block_elems", "fill", "__weakref__")
+                 "block_elems", "fill", "__weakref__") + _HIDDEN_SLOTS
     __array_ufunc__ = None  # NumPy defers: `np.float32(2) * t` is the tile operator, never a host array
 
     # --- construction ---------------------------------------------------------------
@@ -151,13 +132,11 @@ class NkiTensor:
         t.gather, t.par_axis, t.immutable = None, par_axis, immutable
         t.producer, t.valid, t.placed, t.version = None, None, False, 0
         _UID[0] += 1
-        t.uid = uid = _UID[0]
-        store = _Storage()
-        store.uid, store.data, store.blocks, store.cow = uid, data, blocks, False
-        store.ref = ref = _RootRef(t, _drop)
-        ref.uid = uid
-        store.written = np.zeros(shape, np.bool_) if track_writes else None
-        _STORAGE[uid] = store
+        t.uid = _UID[0]
+        _set_data(t, data)
+        _set_blocks(t, blocks)
+        _set_cow(t, False)
+        _set_written(t, np.zeros(shape, np.bool_) if track_writes else None)
         run = runtime.current()
         t.depth = len(run.loops) if run is not None else 0
         t.scope = run.loops[-1] if (run is not None and run.loops) else None
@@ -183,7 +162,7 @@ class NkiTensor:
         t = cls.allocate(values.shape, dtype, buffer, data=values)
         t.producer, t.valid = producer, valid
         if values.base is None:
-            _OWNERS[id(values)] = _STORAGE[t.uid]  # candidates for zero-copy block adoption
+            _OWNERS[id(values)] = weakref.ref(t)  # candidates for zero-copy block adoption
         return t
 
     def _view(self, layout):
@@ -358,6 +337,19 @@ class NkiTensor:
         return f"NkiTensor({self.root.name}, shape={self.shape}, dtype={dtypes.name(self.dtype)}, buffer={self.buffer})"
 
 
+def _hide(name):
+    """Takes slot ``name``'s descriptor out of NkiTensor; returns its (get, set)."""
+    descriptor = NkiTensor.__dict__[name]
+    delattr(NkiTensor, name)
+    return descriptor.__get__, descriptor.__set__
+
+
+_data_of, _set_data = _hide("_data")
+_blocks_of, _set_blocks = _hide("_blocks")
+_cow_of, _set_cow = _hide("_cow")
+_written_of, _set_written = _hide("_written")
+
+
 _LAZY = {}  # modules that import this one, imported on first use (a function-level
 # `from . import x` costs ~1 us per call in the hot path)
 
@@ -375,9 +367,15 @@ _NO_HOST_ACCESS = ("NKI tensors have no host-side values: kernels read and write
 
 
 # --- storage (emulator-internal) ------------------------------------------------------
-def storage(t):
-    """The :class:`_Storage` of ``t``'s root (internal: never hand it to a kernel)."""
-    return _STORAGE[t.uid]
+def blocks_of(root):
+    """{block index: flat array} of a block-dim root whose blocks are not made dense yet,
+    else None (internal: never hand it to a kernel)."""
+    return _blocks_of(root)
+
+
+def cow_of(root):
+    """Copy-on-write state of a root: False, True or a set of block indices (internal)."""
+    return _cow_of(root)
 
 
 def _fill_value(t, sdtype):
@@ -386,12 +384,12 @@ def _fill_value(t, sdtype):
     return dtypes.round_to(np.asarray(t.fill, dtype=sdtype), t.dtype)
 
 
-def _block(root, store, b):
+def _block(root, blocks, b):
     """Flat array of block ``b`` of a block-dim root (allocated and filled on first use)."""
-    blk = store.blocks.get(b)
+    blk = blocks.get(b)
     if blk is None:
         sdtype = dtypes.storage(root.dtype)
-        blk = store.blocks[b] = np.full(root.block_elems, _fill_value(root, sdtype), dtype=sdtype)
+        blk = blocks[b] = np.full(root.block_elems, _fill_value(root, sdtype), dtype=sdtype)
     return blk
 
 
@@ -406,41 +404,44 @@ def _block_index(root, lay):
 def root_data(root):
     """The root's values as one array of its declared shape (a block-dim root is made
     dense on this call)."""
-    store = _STORAGE[root.uid]
-    if store.blocks is not None:
-        sdtype = dtypes.storage(root.dtype)
-        shape = root.layout.shape
-        nbytes = math.prod(shape) * sdtype.itemsize
-        fill = _fill_value(root, sdtype)
-        dense = np.zeros(shape, sdtype) if (fill == 0 or nbytes > NAN_FILL_LIMIT) else np.full(shape, fill, sdtype)
-        flat = dense.reshape(-1)
-        be = root.block_elems
-        for b, blk in store.blocks.items():
-            flat[b * be:(b + 1) * be] = blk
-        store.data, store.blocks, store.cow = dense, None, False
-    return store.data
+    blocks = _blocks_of(root)
+    if blocks is None:
+        return _data_of(root)
+    sdtype = dtypes.storage(root.dtype)
+    shape = root.layout.shape
+    nbytes = math.prod(shape) * sdtype.itemsize
+    fill = _fill_value(root, sdtype)
+    dense = np.zeros(shape, sdtype) if (fill == 0 or nbytes > NAN_FILL_LIMIT) else np.full(shape, fill, sdtype)
+    flat = dense.reshape(-1)
+    be = root.block_elems
+    for b, blk in blocks.items():
+        flat[b * be:(b + 1) * be] = blk
+    _set_data(root, dense)
+    _set_blocks(root, None)
+    _set_cow(root, False)
+    return dense
 
 
 def values(t):
     """Current values of tensor or view ``t`` as a NumPy array (a view of the storage for
     roots and affine views, a copy for gathers). Internal: kernels never get it."""
     root = t.root
-    store = _STORAGE[t.uid]
     if root is t:
-        return store.data if store.blocks is None else root_data(root)
+        return _data_of(t) if _blocks_of(t) is None else root_data(root)
     lay = t.layout
     if lay is not None:
-        if store.blocks is not None:
+        blocks = _blocks_of(root)
+        if blocks is not None:
             b = _block_index(root, lay)
             if b is not None:
-                blk = _block(root, store, b)
+                blk = _block(root, blocks, b)
                 size = blk.itemsize
                 return np.ndarray(lay.shape, blk.dtype, buffer=blk,
                                   offset=(lay.offset - b * root.block_elems) * size,
                                   strides=tuple(s * size for s in lay.strides))
             data = root_data(root)
         else:
-            data = store.data
+            data = _data_of(root)
         size = data.itemsize
         return np.ndarray(lay.shape, data.dtype, buffer=data, offset=lay.offset * size,
                           strides=tuple(s * size for s in lay.strides))
@@ -471,20 +472,21 @@ def write(t, vals, where=None):
     if isinstance(t.dtype, dtypes.NkiDType):
         vals = dtypes.round_to(vals, t.dtype)
     vals = np.asarray(vals)
-    store = _STORAGE[t.uid]
     lay = t.layout
-    if lay is not None and store.blocks is not None:
-        if where is None and _adopt(t, store, vals):
+    blocks = _blocks_of(root)
+    if lay is not None and blocks is not None:
+        if where is None and _adopt(t, blocks, vals):
             root.version += 1
             return
         b = _block_index(root, lay)
-        if b is not None and b in store.blocks and isinstance(store.cow, set) and b in store.cow:
-            store.blocks[b] = store.blocks[b].copy()  # copy-on-write of an adopted block
-            store.cow.discard(b)
-    if store.cow is True:
-        store.data = store.data.copy()  # copy-on-write: the array was adopted by a block
-        store.cow = False
-    written = store.written
+        cow = _cow_of(root)
+        if b is not None and b in blocks and isinstance(cow, set) and b in cow:
+            blocks[b] = blocks[b].copy()  # copy-on-write of an adopted block
+            cow.discard(b)
+    if _cow_of(root) is True:
+        _set_data(root, _data_of(root).copy())  # copy-on-write: the array was adopted by a block
+        _set_cow(root, False)
+    written = _written_of(root)
     if lay is not None:
         dst = values(t)
         if vals.shape != dst.shape and vals.size == dst.size and vals.ndim != dst.ndim:
@@ -519,24 +521,25 @@ def update_in_place(t, fn, operand):
     where only :func:`write` applies: gathers, emulated dtypes, copy-on-write blocks,
     immutable roots."""
     root = t.root
-    store = _STORAGE[t.uid]
-    if t.layout is None or root.immutable or store.cow is True or isinstance(t.dtype, dtypes.NkiDType):
+    cow = _cow_of(root)
+    if t.layout is None or root.immutable or cow is True or isinstance(t.dtype, dtypes.NkiDType):
         return False
-    if store.blocks is not None:
+    if _blocks_of(root) is not None:
         b = _block_index(root, t.layout)
-        if b is None or (isinstance(store.cow, set) and b in store.cow):
+        if b is None or (isinstance(cow, set) and b in cow):
             return False
     dst = values(t)
     if np.shape(operand) != dst.shape and np.size(operand) == dst.size:
         operand = np.reshape(operand, dst.shape)
     fn(dst, operand, out=dst, casting="unsafe")
-    if store.written is not None:
-        _mask_view(store.written, t)[...] = True
+    written = _written_of(root)
+    if written is not None:
+        _mask_view(written, t)[...] = True
     root.version += 1
     return True
 
 
-def _adopt(t, store, vals):
+def _adopt(t, blocks, vals):
     """Zero-copy write: a fresh result array covering exactly one whole block of ``t``'s
     root becomes that block (both sides copy-on-write afterwards). Returns True if adopted."""
     root, lay = t.root, t.layout
@@ -556,14 +559,17 @@ def _adopt(t, store, vals):
     if acc != be:
         return False
     src = _OWNERS.get(id(vals))
-    if src is None or src.data is not vals:
+    src = src() if src is not None else None
+    if src is None or _data_of(src) is not vals:
         return False
     b = lay.offset // be
-    store.blocks[b] = vals.reshape(-1)
-    if not isinstance(store.cow, set):
-        store.cow = set()
-    store.cow.add(b)
-    src.cow = True
+    blocks[b] = vals.reshape(-1)
+    cow = _cow_of(root)
+    if not isinstance(cow, set):
+        cow = set()
+        _set_cow(root, cow)
+    cow.add(b)
+    _set_cow(src, True)
     return True
 
 
@@ -571,13 +577,13 @@ def unwritten(t):
     """Coverage of HBM tensor or view ``t`` by stores: None when its root keeps no
     written-mask (kernel arguments), else (number of elements never written, index of
     the first one as a tuple, or None when all were written)."""
-    store = _STORAGE.get(t.uid)
-    if store is None or store.written is None:
+    written = _written_of(t.root)
+    if written is None:
         return None
     if t.layout is not None:
-        m = _mask_view(store.written, t)
+        m = _mask_view(written, t)
     else:
-        m = store.written.reshape(-1)[gather_flat(t.gather)]
+        m = written.reshape(-1)[gather_flat(t.gather)]
     missing = m.size - int(np.count_nonzero(m))
     if missing == 0:
         return 0, None

@@ -147,7 +147,7 @@ def _roots_during(kernel, args):
         outputs = nki_emu.run(nki.jit(kernel), args).outputs
     finally:
         tensor.NkiTensor.allocate = classmethod(allocate)
-    return outputs, {t.name: t for t in roots if tensor.storage(t).blocks is not None and t.par_axis > 0}
+    return outputs, {t.name: t for t in roots if tensor.blocks_of(t) is not None and t.par_axis > 0}
 
 
 def test_dead_blocks_are_freed_and_results_are_unchanged():
@@ -156,11 +156,11 @@ def test_dead_blocks_are_freed_and_results_are_unchanged():
     np.testing.assert_allclose(out, a * 2.0 + 1.0, rtol=1e-6)
     block_roots = [t for t in roots.values() if t.layout.shape[-1] == 32]
     assert len(block_roots) == 2
-    assert all(len(tensor.storage(t).blocks) == 0 for t in block_roots)  # every block freed after its iteration
+    assert all(len(tensor.blocks_of(t)) == 0 for t in block_roots)  # every block freed after its iteration
 
 
 def test_carried_blocks_stay_alive_and_accumulate_correctly():
     a = rand(2, 128, 32, seed=1)
     out, roots = _roots_during(_carried_across_outer_loop, [a])
     np.testing.assert_allclose(out, 3 * a, rtol=1e-5)
-    assert any(len(tensor.storage(t).blocks) == 2 for t in roots.values())
+    assert any(len(tensor.blocks_of(t)) == 2 for t in roots.values())

@@ -126,9 +126,12 @@ def test_tensor_refuses_host_conversions():
                     continue
                 raise AssertionError(f"{name} of {t!r} did not raise TypeError")
         for t in (x, tile):
-            for name in ("data", "arr", "_data", "blocks", "cow", "written", "tolist", "__dict__",
-                         "__array_interface__", "__array_struct__", "write", "update_in_place", "_adopt"):
+            for name in ("data", "arr", "_data", "_blocks", "_cow", "_written", "blocks", "cow", "written",
+                         "tolist", "__dict__", "__array_interface__", "__array_struct__", "write",
+                         "update_in_place", "_adopt"):
                 assert not hasattr(t, name), name
+            state = t.__reduce_ex__(4)  # what copy and pickle see: metadata only
+            assert not any(isinstance(v, np.ndarray) and v.size > 1 for v in state[2][1].values()), state
         scaled = np.float32(2.0) * tile  # NumPy defers to the tile operator (an instruction)
         assert isinstance(scaled, nki_emu.tensor.NkiTensor) and scaled.buffer == "sbuf"
         out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)

@@ -168,7 +168,7 @@ LOW = np.float32
 
 
 def test_block_dim_tensors_are_lazy_and_adopted_blocks_copy_on_write():
-    from nki_emu.tensor import NkiTensor, storage
+    from nki_emu.tensor import NkiTensor, blocks_of
 
     def k(x):
         o = nl.ndarray((4, 128, 64), dtype=np.float32, buffer=nl.shared_hbm)
@@ -178,7 +178,7 @@ def test_block_dim_tensors_are_lazy_and_adopted_blocks_copy_on_write():
             buf[7, i, nl.arange(128)[:, None], nl.arange(64)[None, :]] = t  # whole block: adopted
             buf[7, i, nl.arange(128)[:, None], nl.arange(64)[None, :]] += 1.0  # COW: t keeps exp(x)
             nl.store(o[i], nl.subtract(buf[7, i, nl.arange(128)[:, None], nl.arange(64)[None, :]], t))
-        assert isinstance(buf, NkiTensor) and len(storage(buf).blocks) == 4  # 4 of 4000 blocks allocated
+        assert isinstance(buf, NkiTensor) and len(blocks_of(buf)) == 4  # 4 of 4000 blocks allocated
         return o
     x = rand(4, 128, 64)
     out = nki_emu.run(k, [x], trace=False).outputs
