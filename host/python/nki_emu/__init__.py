@@ -16,7 +16,7 @@ import types
 
 import numpy as np
 
-from . import blas_threads, coverage, isa, language, namespaces, runtime
+from . import blas_threads, coverage, isa, language, namespaces, runtime  # noqa: F401 - isa, language: loaded with the package
 from . import typing as nki_typing
 from .aliases import install as _install_aliases
 from .errors import NKICompileError, UnwrittenOutputError, fail
