@@ -121,7 +121,13 @@ TEST_CASE("a timeout may be an expression resolved when the stage starts", "[pip
   CHECK_THAT(seconds.result.stages["slow"]["error"]["message"].get<std::string>(), Catch::Contains("100 ms"));
   auto text = f.Run(pipeline, {"vars.limit=150ms"});
   CHECK(text.result.stages["slow"]["error"]["kind"] == "timeout");
-  auto bad = f.Run(pipeline, {"vars.limit=soon"});
+  // A value known before the run is checked by validate (run exits 2 before it starts).
+  CHECK_THROWS_WITH(f.Run(pipeline, {"vars.limit=soon"}),
+                    Catch::Contains("pipeline.yaml:5") && Catch::Contains("resolves to \"soon\""));
+  // One known only at run time fails the stage with config_error.
+  auto bad = f.Run(
+      "version: 1\nname: t\nstages:\n  - {id: r, uses: native:test_return, with: {value: {t: soon}}}\n"
+      "  - {id: slow, uses: native:test_sleep, with: {ms: 5000}, timeout: '${{ stages.r.outputs.t }}'}\n");
   CHECK(bad.result.stages["slow"]["error"]["kind"] == "config_error");
   CHECK_THAT(bad.result.stages["slow"]["error"]["message"].get<std::string>(),
              Catch::Contains("pipeline.yaml:5") && Catch::Contains("resolved to \"soon\""));
@@ -173,10 +179,11 @@ TEST_CASE("a loop stops at max_iterations", "[pipeline][executor]") {
 
 TEST_CASE("expression errors at run time name the location", "[pipeline][executor]") {
   PipelineFixture f;
-  auto run = f.Run("version: 1\nname: t\nstages:\n  - id: a\n    uses: native:test_echo\n    with: {value: '${{ nothing.here }}'}\n");
+  auto run = f.Run("version: 1\nname: t\nstages:\n  - {id: r, uses: native:test_return}\n  - id: a\n    uses: native:test_echo\n"
+                   "    with: {value: '${{ stages.r.outputs.nothing.here }}'}\n");
   CHECK(run.result.status == "failed");
   std::string message = run.result.stages["a"]["error"]["message"];
   CHECK(run.result.stages["a"]["error"]["kind"] == "expression_error");
-  CHECK_THAT(message, Catch::Contains("pipeline.yaml:6:19"));
+  CHECK_THAT(message, Catch::Contains("pipeline.yaml:7:19"));
   CHECK_THAT(message, Catch::Contains("nothing.here"));
 }

@@ -65,7 +65,8 @@ TEST_CASE("invalid YAML reports the parser's position", "[pipeline][loader]") {
 
 TEST_CASE("set overrides are typed like YAML and limited to settable keys", "[pipeline][loader]") {
   TempDir dir;
-  auto file = dir.Write("p.yaml", std::string(kMinimal) + "vars:\n  n: 1\n  name: x\n");
+  // --set may only change declared vars and backend settings (docs/pipelines.md).
+  auto file = dir.Write("p.yaml", std::string(kMinimal) + "vars:\n  n: 1\n  name: x\n  list: []\n  deep: {}\nbackend:\n  target: trn1\n");
   Pipeline p = LoadPipeline(file, {"vars.n=5", "vars.list=[1, 2]", "vars.name=abc", "backend.target=trn2", "vars.deep.x=true"});
   CHECK(p.vars["n"] == 5);
   CHECK(p.vars["list"] == nlohmann::json::array({1, 2}));
