@@ -68,19 +68,15 @@ struct KnownStage {
   json outputs = json::object();  // declared outputs (empty: not declared)
 };
 
-// The names an expression may read at one place of the pipeline.
+// The names an expression may read at one place of the pipeline (the
+// executor's context there; docs/pipelines.md, "Expressions").
 struct Scope {
-  bool in_loop = false;
-  std::string item;       // the for_each item name ("" if none)
+  bool in_loop = false;      // `iter`, `loop`, `carry`
+  std::string item;          // the for_each item name ("" if none), with `index`
   bool stage_carry = false;  // `this` and `outputs` (a stage's carry)
-  bool stages = true;     // `stages` and `run` (false only for vars)
 
   std::vector<std::string> Names() const {
-    std::vector<std::string> names = {"vars", "backend", "pipeline"};
-    if (stages) {
-      names.push_back("run");
-      names.push_back("stages");
-    }
+    std::vector<std::string> names = {"vars", "backend", "pipeline", "run", "stages"};
     if (in_loop) names.insert(names.end(), {"iter", "loop", "carry"});
     if (!item.empty()) names.insert(names.end(), {item, "index"});
     if (stage_carry) names.insert(names.end(), {"this", "outputs"});
