@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 
 #include "support/test_support.h"
 
@@ -91,4 +93,21 @@ TEST_CASE("Lua stages call Python from the pipeline's python_path, keeping the h
   auto bad = RunHost({"validate", missing.string()});
   CHECK(bad.exit_code == 2);
   CHECK_THAT(bad.output, Catch::Contains(missing.string() + ":3:14: error: python_path folder not found"));
+}
+
+TEST_CASE("docs/plugins.md lists the outputs of every built-in stage", "[cli][validate]") {
+  auto listing = RunHost({"stages", "--json"});
+  REQUIRE(listing.exit_code == 0);
+  auto stages = nlohmann::json::parse(listing.output.substr(listing.output.find("[\n")));
+  std::ifstream in(SourcePath("docs/plugins.md"));
+  std::string docs((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const auto& stage : stages) {
+    std::string uses = stage["uses"];
+    if (uses.rfind("native:", 0) != 0 || stage["origin"].get<std::string>().find("/plugins/") == std::string::npos) continue;
+    auto row = docs.find("| `" + uses + "` |");
+    INFO(uses);
+    REQUIRE(row != std::string::npos);
+    std::string line = docs.substr(row, docs.find('\n', row) - row);
+    for (const auto& [field, spec] : stage["outputs"].items()) CHECK_THAT(line, Catch::Contains("`" + field + "` (" + spec.value("type", "any") + ")"));
+  }
 }
