@@ -136,7 +136,7 @@ class NkiTensor:
         _set_data(t, data)
         _set_blocks(t, blocks)
         _set_cow(t, False)
-        _set_written(t, np.zeros(shape, np.bool_) if track_writes else None)
+        _set_written(t, np.full(shape, False) if track_writes else None)  # np.full: see `data` above
         run = runtime.current()
         t.depth = len(run.loops) if run is not None else 0
         t.scope = run.loops[-1] if (run is not None and run.loops) else None
