@@ -17,19 +17,27 @@ def _describe(value):
     return f"a host value of type {type(value).__name__}"
 
 
+def _flatten(values):
+    for value in values:
+        if isinstance(value, (tuple, list)):
+            yield from _flatten(value)
+        else:
+            yield value
+
+
 def check_outputs(result, arguments=()):
     """Checks what a kernel returned: None, one value, or a tuple/list of values.
 
     Each value must be an HBM tensor (or view): one the kernel allocated, whose
     every element a store wrote in this run, or one of ``arguments`` (the
-    kernel's bound arguments; returning an input is left to the harness's
-    aliasing rule). Raises UnwrittenOutputError naming the first output that
+    kernel's bound arguments, also inside tuples/lists; returning an input is
+    left to the harness's aliasing rule). Raises UnwrittenOutputError naming the first output that
     fails, with the count of unwritten elements and the first unwritten index.
     """
     if result is None:
         return
     outputs = result if isinstance(result, (tuple, list)) else (result,)
-    inputs = {id(a.root) for a in arguments if isinstance(a, NkiTensor)}
+    inputs = {id(a.root) for a in _flatten(arguments) if isinstance(a, NkiTensor)}
     for index, value in enumerate(outputs):
         if not isinstance(value, NkiTensor) or value.buffer not in HBM_BUFFERS:
             raise UnwrittenOutputError(
