@@ -13,7 +13,8 @@ from .tensor import HBM_BUFFERS, NkiTensor, unwritten
 
 def _describe(value):
     if isinstance(value, NkiTensor):
-        return f"an {value.buffer.upper()} tile '{value.root.name}'"
+        article = "an" if value.buffer == "sbuf" else "a"
+        return f"{article} {value.buffer.upper()} tile '{value.root.name}'"
     return f"a host value of type {type(value).__name__}"
 
 
