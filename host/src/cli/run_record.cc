@@ -24,9 +24,12 @@ namespace {
 std::atomic<const RunRecord::Emergency*> g_armed{nullptr};
 std::atomic<bool>* g_cancel = nullptr;
 
-// Async-signal-safe: open, write, fsync, close and rename only.
+// Async-signal-safe: unlink, open, write, fsync, close and rename only. The
+// temporary is created afresh (O_EXCL | O_NOFOLLOW): a symlink planted under
+// its name is removed, never written through.
 void WriteNow(const std::string& tmp, const std::string& final_path, const std::string& text) {
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  ::unlink(tmp.c_str());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) return;
   const char* data = text.data();
   size_t left = text.size();
@@ -97,16 +100,18 @@ void RunRecord::Refresh() {
 }
 
 void RunRecord::Finish(const std::string& status, const nlohmann::json& error) {
-  g_armed.store(nullptr);
   finished_ = true;
   json_["status"] = status;
   json_["finished_at"] = UtcNowIso();
   if (!error.is_null()) json_["error"] = error;
+  // Still armed while writing: a second Ctrl-C in the middle replaces the
+  // half-done write with its own final text instead of leaving "running".
   try {
     run_dir_.WriteJson("run.json", json_);
   } catch (const std::exception& e) {
     spdlog::error("cannot write run.json: {}", e.what());
   }
+  g_armed.store(nullptr);
 }
 
 void InstallSignalHandlers(std::atomic<bool>* cancel) {

@@ -234,3 +234,13 @@ TEST_CASE("lua sandbox: JSON built in C++ from a shared string counts against th
   CHECK(out["n"] == 200 * 1027 + 1);
   CHECK(out["t"].size() == 200);
 }
+
+TEST_CASE("lua sandbox: accel.json.decode counts the parsed tree against the cap", "[lua][sandbox][memory]") {
+  // 8 MB of text is 4 million values: 64 MB as a C++ tree before it reaches the Lua heap.
+  LuaError e = RunLuaError(Stage("local text = '[' .. string.rep('0,', 4000000) .. '0]' return {n = #accel.json.decode(text)}"),
+                           {}, Limits{32ll << 20, std::chrono::milliseconds(10000)});
+  CHECK(e.kind == "out_of_memory");
+  json out = RunLua(Stage("return {n = #accel.json.decode('[' .. string.rep('0,', 1000) .. '0]')}"), {},
+                    Limits{32ll << 20, std::chrono::milliseconds(10000)});
+  CHECK(out["n"] == 1001);
+}
