@@ -37,9 +37,49 @@ class HarnessError(Exception):
         self.tb = tb
 
 
+# Longest exception message kept, in characters: a candidate's exception may
+# carry hundreds of MiB, which must be cut before any copy or search of it.
+MAX_MESSAGE = 64 * 1024
+
+
+def cut_text(text, limit=MAX_MESSAGE):
+    """``text`` (str) cut to ``limit`` characters, saying how many were cut."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"... [{len(text) - limit} more characters cut]"
+
+
+def exception_text(exc):
+    """``"Type: message"`` of ``exc`` with the message cut to MAX_MESSAGE characters."""
+    try:
+        message = str(exc)
+    except Exception:  # noqa: BLE001 - a hostile __str__
+        message = "<unprintable exception>"
+    return f"{type(exc).__name__}: {cut_text(message)}"
+
+
 def format_exception(exc):
-    """Returns the full traceback text of ``exc`` (str)."""
-    return "".join(_traceback.format_exception(type(exc), exc, exc.__traceback__))
+    """Returns the traceback text of ``exc`` and its causes (str).
+
+    Bounded whatever the exception holds: at most 8 chained exceptions, 64
+    frames each, every message cut to MAX_MESSAGE characters.
+    """
+    chain, seen, current = [], set(), exc
+    while current is not None and id(current) not in seen and len(chain) < 8:
+        chain.append(current)
+        seen.add(id(current))
+        cause = current.__cause__
+        current = cause if cause is not None else (None if current.__suppress_context__ else current.__context__)
+    parts = []
+    for index, item in enumerate(reversed(chain)):
+        if index:
+            parts.append("\nDuring handling of the above exception, another exception occurred:\n\n")
+        frames = _traceback.extract_tb(item.__traceback__, limit=-64)
+        if frames:
+            parts.append("Traceback (most recent call last):\n")
+            parts.extend(_traceback.format_list(frames))
+        parts.append(exception_text(item) + "\n")
+    return "".join(parts)
 
 
 def new_result(backend, target):

@@ -227,6 +227,11 @@ PoolStats WorkerPool::Stats() const {
   return stats_;
 }
 
+pid_t WorkerPool::WorkerPid(int slot) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return workers_.at(static_cast<size_t>(slot))->pid();
+}
+
 std::vector<std::string> WorkerPool::Warnings() const {
   std::lock_guard<std::mutex> lock(mu_);
   return warnings_;

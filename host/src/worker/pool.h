@@ -65,6 +65,9 @@ class WorkerPool {
   PoolStats Stats() const;
   /// Sandbox warnings reported by the first worker that became ready.
   std::vector<std::string> Warnings() const;
+  /// Process id (in the host's PID namespace) of worker `slot`, -1 while it
+  /// is not running. For diagnostics and tests; the process may end at any time.
+  pid_t WorkerPid(int slot) const;
 
  private:
   int Acquire();

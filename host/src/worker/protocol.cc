@@ -105,7 +105,7 @@ LineReader::Status LineReader::ReadLine(std::string* line, long timeout_ms) {
     size_t newline = buffer_.find('\n', scanned_);
     if (skipping_) {  // drop the rest of an over-long line, up to its newline
       size_t drop = newline == std::string::npos ? buffer_.size() : newline + 1;
-      discarded_ += drop;
+      discarded_ += newline == std::string::npos ? drop : newline;  // the newline is not content
       buffer_.erase(0, drop);
       scanned_ = 0;
       if (newline != std::string::npos) {

@@ -116,9 +116,14 @@ bool RestrictFileSystem(const std::vector<std::string>& read_paths, const std::v
     warnings->push_back(Errno("landlock_create_ruleset"));
     return false;
   }
-  auto add = [&](const std::string& path, uint64_t access) {
-    int fd = open(path.c_str(), O_PATH | O_CLOEXEC);
-    if (fd < 0) return;  // missing paths are simply not allowed
+  auto add = [&](const std::string& path, uint64_t access, bool writable) {
+    // A writable path must not be a link (one planted in a run directory
+    // would grant write access to its target): O_NOFOLLOW refuses it.
+    int fd = open(path.c_str(), O_PATH | O_CLOEXEC | (writable ? O_NOFOLLOW : 0));
+    if (fd < 0) {
+      if (writable && errno == ELOOP) warnings->push_back("not writable: " + path + " is a symbolic link");
+      return;  // missing paths are simply not allowed
+    }
     struct stat st{};
     if (fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode)) access &= kFileRights;
     landlock_path_beneath_attr rule{};
@@ -128,8 +133,8 @@ bool RestrictFileSystem(const std::vector<std::string>& read_paths, const std::v
       warnings->push_back(Errno(("landlock rule for " + path).c_str()));
     close(fd);
   };
-  for (const auto& path : read_paths) add(path, kRead);
-  for (const auto& path : write_paths) add(path, handled);
+  for (const auto& path : read_paths) add(path, kRead, false);
+  for (const auto& path : write_paths) add(path, handled, true);
   bool ok = prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 && syscall(SYS_landlock_restrict_self, ruleset, 0) == 0;
   if (!ok) warnings->push_back(Errno("landlock_restrict_self"));
   close(ruleset);

@@ -1,5 +1,6 @@
 #include "worker/worker_main.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -7,18 +8,22 @@
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <string>
 
 #include <spdlog/spdlog.h>
 
 #include "python/interpreter.h"
 #include "worker/candidate_process.h"
+#include "worker/identity_check.h"
 #include "worker/protocol.h"
 #include "worker/sandbox.h"
 #include "worker/syscall_policy.h"
@@ -32,6 +37,9 @@ constexpr int kReplyFd = 3;
 // are cut to kMaxReplyString. Arrays travel as blobs, outside the header.
 constexpr size_t kMaxReplyHeader = 16u << 20;
 constexpr size_t kMaxReplyString = 256u << 10;
+
+// Rule R5's baseline, taken in the worker after its imports (identity_check.h).
+std::shared_ptr<const NamespaceSnapshot> g_identity;
 
 // Empties the scratch directory without following any link in it (a link
 // planted by a candidate is removed, never its target). Refuses a scratch
@@ -91,11 +99,7 @@ void SetLimit(int resource, uint64_t bytes) {
 
 // Body of a candidate process: limits, seccomp, then the Python call; the
 // reply frame goes into `reply_fd` (a memfd the zygote forwards).
-int CandidateBody(const WorkerMainOptions& options, const nlohmann::json& request, python::Packed message,
-                  int reply_fd) {
-  close(kRequestFd);
-  close(kReplyFd);  // the candidate never writes to the host directly
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
+int CandidateBody(const WorkerMainOptions& options, python::Packed message, int reply_fd) {
   const auto& limits = message.value["limits"];
   uint64_t memory = limits.value("memory_bytes", uint64_t{0});
   if (memory == 0) memory = options.memory_bytes;
@@ -120,7 +124,16 @@ int CandidateBody(const WorkerMainOptions& options, const nlohmann::json& reques
     reply = {};
     reply.value = ErrorReply("worker_error", error.what());
   }
-  (void)request;
+  if (g_identity && !g_identity->Unchanged()) {
+    try {
+      nlohmann::json changes = python::CallJson("accelopt.sandbox.worker_entry", "identity_changes", nullptr);
+      auto& integrity = reply.value["integrity"];
+      if (!integrity.is_array()) integrity = nlohmann::json::array();
+      for (auto& change : changes) integrity.push_back(std::move(change));
+    } catch (const std::exception& error) {
+      reply.value["integrity"].push_back(std::string("integrity check failed: ") + error.what());
+    }
+  }
   return WriteFrame(reply_fd, std::move(reply.value), reply.blobs) ? 0 : 76;
 }
 
@@ -130,7 +143,7 @@ bool ReadCandidateReply(int memfd, nlohmann::json* header, off_t* blobs_at, uint
                         std::string* problem) {
   struct stat st{};
   if (fstat(memfd, &st) != 0 || st.st_size == 0) {
-    *problem = "the candidate process wrote no reply";
+    *problem = "candidate process exited with status 0 before answering";
     return false;
   }
   std::string head(std::min<size_t>(kMaxReplyHeader, static_cast<size_t>(st.st_size)), '\0');
@@ -173,48 +186,158 @@ bool SendFromFile(int out_fd, int in_fd, off_t offset, uint64_t size) {
   return true;
 }
 
+// A candidate process forked before its request arrives (the fork is off
+// the request's critical path); it waits for its one request. Measured on
+// 2 cores: letting it also run a warm-up kernel to fault in its
+// copy-on-write pages ahead of time made candidates slower, not faster
+// (docs/isolation.md, Benchmarks).
+struct Spare {
+  pid_t pid = -1;
+  int request_fd = -1;  // write end of the pipe its request frame goes through
+  int reply_fd = -1;    // memfd it writes its reply frame into
+};
+
+// Closes every descriptor but stdout, stderr and `keep` (the host's pipes,
+// and another candidate's reply memfd the worker held at the fork).
+void CloseAllBut(std::vector<int> keep) {
+  keep.push_back(1);
+  keep.push_back(2);
+  std::sort(keep.begin(), keep.end());
+  unsigned next = 0;
+  for (int fd : keep) {
+    if (static_cast<unsigned>(fd) > next) syscall(SYS_close_range, next, static_cast<unsigned>(fd) - 1, 0u);
+    next = static_cast<unsigned>(fd) + 1;
+  }
+  syscall(SYS_close_range, next, ~0u, 0u);
+}
+
+int SpareBody(const WorkerMainOptions& options, int request_fd, int reply_fd) {
+  CloseAllBut({request_fd, reply_fd});  // never the host's pipes or another candidate's reply
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  LineReader reader(request_fd);
+  std::string line;
+  if (reader.ReadLine(&line, -1) != LineReader::kLine) return 0;  // retired unused
+  python::Packed message;
+  message.value = nlohmann::json::parse(line, nullptr, false);
+  if (!message.value.is_object()) return 73;
+  std::vector<uint64_t> sizes;
+  try {
+    sizes = BlobSizes(message.value, UINT64_MAX);
+  } catch (const std::invalid_argument&) {
+    return 73;
+  }
+  for (uint64_t size : sizes) {
+    message.blobs.emplace_back();
+    if (reader.ReadExact(&message.blobs.back(), size, -1) != LineReader::kLine) return 73;
+  }
+  close(request_fd);
+  message.value.erase("blobs");
+  return CandidateBody(options, std::move(message), reply_fd);
+}
+
+void Retire(Spare* spare) {
+  if (spare->request_fd >= 0) close(spare->request_fd);
+  if (spare->reply_fd >= 0) close(spare->reply_fd);
+  if (spare->pid > 0) {
+    kill(spare->pid, SIGKILL);
+    WaitForChild(spare->pid, 0, SteadyNowMs());
+  }
+  *spare = Spare{};
+}
+
+// Forks a spare; throws std::runtime_error when the system refuses.
+Spare ForkSpare(const WorkerMainOptions& options) {
+  Spare spare;
+  spare.reply_fd = memfd_create("accelopt-reply", MFD_CLOEXEC);
+  int fds[2];
+  if (spare.reply_fd < 0 || pipe2(fds, O_CLOEXEC) != 0) {
+    std::string error = std::strerror(errno);
+    Retire(&spare);
+    throw std::runtime_error("cannot prepare a candidate process: " + error);
+  }
+  WidenPipe(fds[1]);
+  try {
+    spare.pid = ForkWithPython([&] {
+      close(fds[1]);
+      return SpareBody(options, fds[0], spare.reply_fd);
+    });
+  } catch (...) {
+    close(fds[0]);
+    close(fds[1]);
+    Retire(&spare);
+    throw;
+  }
+  close(fds[0]);
+  spare.request_fd = fds[1];
+  return spare;
+}
+
+// Hands the request to a spare (forking one if needed; a spare that died
+// while idle is replaced once). Returns false with *error set on failure.
+bool StartCandidate(const WorkerMainOptions& options, python::Packed& message, Spare* spare, std::string* error) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    try {
+      if (spare->pid <= 0) *spare = ForkSpare(options);
+    } catch (const std::exception& e) {
+      *error = e.what();
+      return false;
+    }
+    bool sent = WriteFrame(spare->request_fd, message.value, message.blobs);
+    close(spare->request_fd);
+    spare->request_fd = -1;
+    if (sent) return true;
+    close(spare->reply_fd);
+    spare->reply_fd = -1;
+    Retire(spare);  // it died before its request: replace it
+  }
+  *error = "candidate processes die before receiving their request";
+  return false;
+}
+
 // Runs one request in a fresh candidate process and writes its reply (or
-// why it has none) to the host. Returns false when the host is gone.
-bool ServeOne(const WorkerMainOptions& options, const nlohmann::json& request, python::Packed message) {
+// why it has none) to the host. The next spare is forked as soon as this one
+// took its request, so its fork overlaps this candidate's run. Returns false
+// when the host is gone.
+bool ServeOne(const WorkerMainOptions& options, const nlohmann::json& request, python::Packed message,
+              Spare* spare) {
   const double deadline_s = request.value("deadline_s", 0.0);
   nlohmann::json header;
   std::string problem;
-  int memfd = memfd_create("accelopt-reply", MFD_CLOEXEC);
   off_t blobs_at = 0;
   uint64_t blobs_size = 0;
-  if (memfd < 0) {
-    header = ErrorReply("worker_error", std::string("memfd_create: ") + std::strerror(errno));
-  } else if (std::string error; !ClearScratch(message.value.value("scratch", ""), &error)) {
+  Spare current;
+  if (std::string error; !ClearScratch(message.value.value("scratch", ""), &error)) {
+    header = ErrorReply("worker_error", error);
+  } else if (!StartCandidate(options, message, spare, &error)) {
     header = ErrorReply("worker_error", error);
   } else {
     double started = SteadyNowMs();
-    pid_t child = -1;
+    current = *spare;
+    *spare = Spare{};
     try {
-      child = ForkWithPython([&] { return CandidateBody(options, request, std::move(message), memfd); });
-    } catch (const std::exception& error) {
-      header = ErrorReply("worker_error", error.what());
+      *spare = ForkSpare(options);
+    } catch (const std::exception& fork_error) {
+      spdlog::warn("{}", fork_error.what());  // the next request forks on demand
     }
-    if (child > 0) {
-      ChildEnd end = WaitForChild(child, deadline_s, started);
-      if (end.timed_out || end.signal != 0 || end.exit_code != 0) {
-        auto [kind, text] = ClassifyEnd(end, deadline_s);
-        header = ErrorReply(kind, text);
-        header["candidate_died"] = true;
-      } else if (!ReadCandidateReply(memfd, &header, &blobs_at, &blobs_size, &problem)) {
-        header = ErrorReply("crash", problem);
-        header["candidate_died"] = true;
-        blobs_size = 0;
-      }
+    ChildEnd end = WaitForChild(current.pid, deadline_s, started);
+    current.pid = -1;
+    if (end.timed_out || end.signal != 0 || end.exit_code != 0) {
+      auto [kind, text] = ClassifyEnd(end, deadline_s);
+      header = ErrorReply(kind, text);
+      header["candidate_died"] = true;
+    } else if (!ReadCandidateReply(current.reply_fd, &header, &blobs_at, &blobs_size, &problem)) {
+      header = ErrorReply("crash", problem);
+      header["candidate_died"] = true;
+      blobs_size = 0;
     }
   }
   CapStrings(&header);
   header.erase("restart");
   header["id"] = request.value("id", nlohmann::json());
   header["nonce"] = request.value("nonce", "");
-  if (blobs_size == 0) header.erase("blobs");
   bool sent = WriteLine(kReplyFd, header.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) &&
-              SendFromFile(kReplyFd, memfd, blobs_at, blobs_size);
-  if (memfd >= 0) close(memfd);
+              SendFromFile(kReplyFd, current.reply_fd, blobs_at, blobs_size);
+  Retire(&current);
   return sent;
 }
 
@@ -261,6 +384,7 @@ int WorkerMain(const WorkerMainOptions& options) {
   try {
     python::Initialize(options.python_paths);
     versions = python::CallJson("accelopt.sandbox.worker_entry", "startup", {{"worker_id", options.id}});
+    g_identity = NamespaceSnapshot::Take();
   } catch (const std::exception& error) {
     nlohmann::json reply = {{"ready", false}, {"error", error.what()}};
     WriteLine(kReplyFd, reply.dump());
@@ -275,6 +399,12 @@ int WorkerMain(const WorkerMainOptions& options) {
     ProbeCandidatePolicy(&warnings);
   } else {
     warnings.push_back("sandbox disabled (--no-sandbox)");
+  }
+  Spare spare;
+  try {
+    spare = ForkSpare(options);
+  } catch (const std::exception& error) {
+    warnings.push_back(error.what());
   }
   nlohmann::json ready = {{"ready", true}, {"pid", getpid()}, {"warnings", warnings}, {"versions", versions}};
   if (!WriteLine(kReplyFd, ready.dump())) return 0;
@@ -307,8 +437,9 @@ int WorkerMain(const WorkerMainOptions& options) {
                      {"packed", request.value("packed", false)},
                      {"scratch", request.value("scratch", options.scratch)},
                      {"limits", request.value("limits", nlohmann::json::object())}};
-    if (!ServeOne(options, request, std::move(message))) return 0;
+    if (!ServeOne(options, request, std::move(message), &spare)) break;
   }
+  Retire(&spare);
   return 0;
 }
 

@@ -1,18 +1,20 @@
 // worker_main.h - the `accelopt-host worker` mode (internal, hidden): one
-// persistent worker process that serves isolated calls for its parent.
+// persistent worker process that serves isolated calls for its parent. It is
+// a zygote: it imports Python, NumPy and the emulator once, then forks a
+// fresh, sandboxed candidate process for every request (candidate_process.h).
 //
 // Protocol (frames of worker/protocol.h: a JSON line, then the raw bytes of
 // the "blobs" it announces; docs/isolation.md):
-//   fd 0 (from the host): {"id", "nonce", "module", "function", "arg",
-//                          "packed", "scratch", "limits": {"memory_bytes",
-//                          "cpu_s"}, "blobs"?}
+//   fd 0 (from the host): {"id", "nonce", "deadline_s", "module", "function",
+//                          "arg", "packed", "scratch", "limits":
+//                          {"memory_bytes", "cpu_s"}, "blobs"?}
 //   fd 3 (to the host):   first {"ready": true, "pid", "warnings": [...],
 //                          "versions": {...}}, then per request
 //                          {"id", "nonce", "ok", "result" | "error",
-//                           "integrity", "restart", "blobs"?}
-//   fd 1/2: log lines, forwarded by the host with the worker id.
-// The worker exits after answering a request whose reply has "restart":
-// true (a candidate ran out of memory or modified NumPy/the backend).
+//                           "integrity", "candidate_died"?, "blobs"?}
+//   fd 1/2: log lines (the candidates' output too), forwarded by the host.
+// Only the zygote writes fd 3; a candidate process writes its reply into a
+// memfd that the zygote checks and forwards.
 #pragma once
 
 #include <cstdint>
@@ -33,7 +35,8 @@ struct WorkerMainOptions {
 };
 
 /// Runs the worker until its request pipe closes. Returns the process exit
-/// status: 0 on EOF, 75 after a restart request, 71 if Python failed to start.
+/// status: 0 on EOF, 71 if Python failed to start, 74 on a malformed frame
+/// from the host.
 int WorkerMain(const WorkerMainOptions& options);
 
 }  // namespace accelopt::worker

@@ -204,7 +204,7 @@ def state_report(arg):
     return {"trace": sys.gettrace() is not None, "profile": sys.getprofile() is not None,
             "threading_trace": getattr(threading, "_trace_hook", None) is not None,
             "threads": threading.active_count(), "sigterm_default": signal.getsignal(signal.SIGTERM) == signal.SIG_DFL,
-            "atexit": atexit._ncallbacks(), "fds": open_fds, "files": sorted(os.listdir(".")),
+            "atexit": atexit._ncallbacks(), "fds": len(open_fds), "files": sorted(os.listdir(".")),
             "leaked_module": "leaked_fd" in sys.modules, "tensor_clock": targets.TRN1.clock_ghz["tensor"]}
 
 

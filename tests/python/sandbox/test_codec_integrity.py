@@ -94,3 +94,38 @@ def test_integrity_compares_identities_not_equality():
     finally:
         json.dumps.__code__ = code
     assert integrity.compare(before) == []
+
+
+def test_content_digests_catch_in_place_edits_of_the_cost_model():
+    import importlib
+    for name in ("targets", "formulas", "scheduler", "tracer", "residency", "metrics"):
+        importlib.import_module("nki_emu.cost." + name)
+    from nki_emu.cost import targets
+    before = integrity.content_digests()
+    assert "nki_emu.cost.targets" in before and "nki_emu.cost.scheduler" in before
+    assert integrity.compare_digests(before) == []
+    saved = targets.TRN1.clock_ghz["tensor"]
+    try:
+        targets.TRN1.clock_ghz["tensor"] = 1000.0  # same dict, same dataclass: identity sees nothing
+        assert integrity.compare_digests(before) == [
+            "nki_emu.cost.targets changed in place (content digest differs)"]
+    finally:
+        targets.TRN1.clock_ghz["tensor"] = saved
+    assert integrity.compare_digests(before) == []
+
+
+def test_content_digests_see_function_defaults_and_closures():
+    from nki_emu.cost import scheduler
+    before = integrity.content_digests()
+    functions = [v for v in vars(scheduler).values()
+                 if isinstance(v, type(test_content_digests_see_function_defaults_and_closures))
+                 and v.__module__ == scheduler.__name__]
+    assert functions
+    fn = functions[0]
+    saved = fn.__kwdefaults__
+    try:
+        fn.__kwdefaults__ = {"injected": 1}
+        assert integrity.compare_digests(before)
+    finally:
+        fn.__kwdefaults__ = saved
+    assert integrity.compare_digests(before) == []

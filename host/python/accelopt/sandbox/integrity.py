@@ -4,9 +4,11 @@
 callable, class and submodule it holds (and of each Python function's code
 object); :func:`compare` lists what a candidate changed: replaced or deleted
 functions (``numpy.allclose = ...``, ``f.__code__ = ...``) and new non-module
-attributes (state stashed for later calls, ``numpy._cache = {}``). A worker
-with a non-empty difference restarts itself after answering
-(docs/isolation.md, rule R5).
+attributes (``numpy._cache = {}``); :func:`content_digests` /
+:func:`compare_digests` catch in-place edits of the cost model. The
+candidate process checks itself after its call and a non-empty difference
+fails the candidate (docs/isolation.md, rule R5); the process is discarded
+either way.
 """
 import hashlib
 import marshal
@@ -57,6 +59,12 @@ class _Module:
                 and all(map(operator.is_, current.values(), self.values))
                 and all(map(operator.is_, map(_code_of, self.functions), self.codes))
                 and all(map(operator.is_, map(_defaults_of, self.functions), self.defaults)))
+
+
+def watched_modules():
+    """The modules rule R5 watches, as a list of (name, module), for the C++ identity check (host/src/worker/identity_check.h)."""
+    return [(name, module) for name, module in list(sys.modules.items())
+            if module is not None and _watched(name) and isinstance(module, types.ModuleType)]
 
 
 def snapshot():

@@ -54,7 +54,7 @@ def classify(exc, kernel_path, default_kind, backend=None):
     else:
         kind = default_kind
     where = loading.kernel_location(exc, kernel_path)
-    text = f"{type(exc).__name__}: {exc}"
+    text = R.exception_text(exc)  # cut before anything copies or searches it
     if where and where not in text:
         text = f"{where}: {text}"
     return kind, text
