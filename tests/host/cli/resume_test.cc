@@ -9,6 +9,7 @@
 #include <fcntl.h>
 
 #include <chrono>
+#include <fstream>
 #include <thread>
 
 #include "core/journal.h"
@@ -100,4 +101,31 @@ TEST_CASE("resuming needs a run directory with run.json", "[cli][resume]") {
   auto result = RunHost({"run", "--resume", dir.path().string()});
   CHECK(result.exit_code == 2);
   CHECK_THAT(result.output, Catch::Contains("cannot resume"));
+}
+
+TEST_CASE("resume runs again an item whose outputs.json was edited after it was journaled", "[cli][resume]") {
+  ::setenv("ACCELOPT_PLUGIN_PATH", ACCELOPT_TEST_PLUGIN_DIR, 1);
+  TempDir dir;
+  auto pipeline = dir.Write("p.yaml", R"(version: 1
+name: tampered
+stages:
+  - id: fan
+    for_each: "${{ {1, 2, 3} }}"
+    uses: native:test_echo
+    with: {value: "${{ item * 10 }}"}
+  - id: total
+    uses: native:test_echo
+    with: {value: "${{ stages.fan.outputs }}"}
+)");
+  auto run_dir = dir.path() / "run";
+  REQUIRE(RunHost({"run", pipeline.string(), "--run-dir", run_dir.string()}).exit_code == 0);
+  // Plant a result: a finished item's outputs are edited after the fact.
+  std::ofstream(run_dir / "stages/01-fan/item-0001/outputs.json") << "{\"value\": 999}\n";
+  auto resumed = RunHost({"run", "--resume", run_dir.string()});
+  INFO(resumed.output);
+  REQUIRE(resumed.exit_code == 0);
+  CHECK_THAT(resumed.output, Catch::Contains("stages/01-fan/item-0001/outputs.json changed after it was journaled"));
+  CHECK(ReadJson(run_dir / "stages/01-fan/item-0001/outputs.json")["value"] == 20);
+  CHECK(ReadJson(run_dir / "stages/02-total/outputs.json")["value"][1]["value"] == 20);
+  ::unsetenv("ACCELOPT_PLUGIN_PATH");
 }

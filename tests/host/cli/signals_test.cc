@@ -170,4 +170,18 @@ TEST_CASE("bad pipeline bytes exit 2 with file:line:col, validate and run alike"
   auto dev = RunHost({"validate", "/dev/zero"});
   CHECK(dev.exit_code == 2);
   CHECK_THAT(dev.output, Catch::Contains("/dev/zero: error: not a regular file"));
+  // The 663-byte "billion laughs" (9 levels of 9 aliases) stops at once instead of taking gigabytes.
+  std::string bomb = "version: 1\nname: t\nvars:\n  a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n";
+  for (char level = 'b'; level <= 'i'; ++level) {
+    const std::string prev(1, static_cast<char>(level - 1)), name(1, level);
+    bomb += "  " + name + ": &" + name + " [*" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" +
+            prev + ", *" + prev + ", *" + prev + ", *" + prev + "]\n";
+  }
+  bomb += "stages:\n  - {id: a, uses: native:test_echo, with: {value: *i}}\n";
+  auto laughs = dir.Write("laughs.yaml", bomb);
+  for (const char* command : {"validate", "run"}) {
+    auto result = RunHost({command, laughs.string()});
+    CHECK(result.exit_code == 2);
+    CHECK_THAT(result.output, Catch::Contains("laughs.yaml:") && Catch::Contains("alias bomb"));
+  }
 }
