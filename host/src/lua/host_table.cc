@@ -11,6 +11,7 @@
 #include <system_error>
 #include <vector>
 
+#include "core/run_dir.h"
 #include "lua/convert.h"
 #include "lua/internal.h"
 #include "python/interpreter.h"
@@ -335,15 +336,14 @@ int FsWrite(lua_State* L, Context& ctx) {
   fs::path path = Resolve(root, rel, "accel.fs.write", "stage directory");
   std::error_code ec;
   if (path == fs::weakly_canonical(root, ec)) throw std::runtime_error("accel.fs.write: '" + rel + "': is a directory");
-  fs::create_directories(path.parent_path(), ec);
-  if (ec) throw std::runtime_error("accel.fs.write: '" + rel + "': " + ec.message());
-  // Re-check after creating directories (a component may have appeared).
-  path = Resolve(root, rel, "accel.fs.write", "stage directory");
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw std::runtime_error("accel.fs.write: '" + rel + "': " + std::strerror(errno));
-  out.write(data, static_cast<std::streamsize>(n));
-  out.close();
-  if (!out) throw std::runtime_error("accel.fs.write: '" + rel + "': write failed");
+  // The write itself follows no symlink below the stage directory (folders
+  // made with mkdirat/O_NOFOLLOW, a fresh O_EXCL temporary renamed over the
+  // file), so a link swapped in after the check above cannot redirect it.
+  try {
+    WriteFileNoFollow(root, fs::path(rel).lexically_normal(), std::string_view(data, n));
+  } catch (const std::exception& e) {
+    throw std::runtime_error("accel.fs.write: '" + rel + "': " + e.what());
+  }
   return 0;
 }
 

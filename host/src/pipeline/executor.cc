@@ -407,7 +407,13 @@ json Executor::Invoke(const StageSpec& spec, const fs::path& dir, const json& co
     }
     if (timeout_ms > 0) invocation.timeout_ms = timeout_ms;  // a retry gets the whole timeout
     int64_t delay_ms = spec.retry.backoff_ms << std::min(attempt - 1, 10);
-    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    // Sleep in slices: Ctrl-C ends the backoff at once.
+    const auto wake = std::chrono::steady_clock::now() + std::chrono::milliseconds(delay_ms);
+    while (std::chrono::steady_clock::now() < wake) {
+      if (Cancelled()) throw StageError("cancelled", "run interrupted during the retry backoff");
+      std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(std::chrono::milliseconds(100),
+                                                                                wake - std::chrono::steady_clock::now()));
+    }
   }
 }
 

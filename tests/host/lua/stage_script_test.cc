@@ -301,3 +301,27 @@ end }
   CHECK(!fs::exists(run / "escape.txt"));
   CHECK(!fs::exists("/tmp/accelopt-escape.txt"));
 }
+
+TEST_CASE("lua stage: accel.fs.write never writes through a symlink in the stage directory", "[lua][stage][fs]") {
+  TempDir dir;
+  fs::path stage = dir.path / "run" / "stages" / "01-s";
+  fs::create_directories(stage / "real");
+  WriteFile(stage / "real" / "kept.txt", "kept");
+  fs::create_directory_symlink(stage / "real", stage / "inner-dir");    // a folder link that stays inside
+  fs::create_symlink(stage / "real" / "kept.txt", stage / "link.txt");  // a file link that stays inside
+  HostHooks hooks;
+  hooks.write_root = stage;
+  json out = RunStageFromSource(R"(return { run = function()
+    local ok, err = pcall(accel.fs.write, "inner-dir/x.txt", "through a folder link")
+    accel.fs.write("link.txt", "replaces the link")
+    accel.fs.write("fresh/dir/y.txt", "honest")
+    return { ok = ok, err = err }
+  end })", "w.lua", json::object(), hooks);
+  CHECK(out["ok"] == false);
+  CHECK_THAT(out["err"].get<std::string>(), Catch::Contains("refusing a symlink"));
+  CHECK_FALSE(fs::exists(stage / "real" / "x.txt"));
+  CHECK_FALSE(fs::is_symlink(stage / "link.txt"));  // the link was replaced by a file ...
+  CHECK(ReadFile(stage / "link.txt") == "replaces the link");
+  CHECK(ReadFile(stage / "real" / "kept.txt") == "kept");  // ... and its target kept
+  CHECK(ReadFile(stage / "fresh" / "dir" / "y.txt") == "honest");
+}
