@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/bounded_file.h"
 #include "lua/convert.h"
 #include "lua/internal.h"
 
@@ -18,14 +19,16 @@ using nlohmann::json;
 
 namespace {
 
+/// Largest Lua stage script read, in bytes (4 MiB).
+constexpr std::uintmax_t kMaxScriptBytes = 4u << 20;
+
+/// A regular file of at most kMaxScriptBytes (never /dev/zero or a FIFO).
 std::string ReadScript(const std::filesystem::path& script) {
-  std::ifstream in(script, std::ios::binary);
-  if (!in) {
-    throw LuaError("script_error", "cannot read Lua stage script '" + script.string() + "': " + std::strerror(errno));
+  try {
+    return ReadRegularFile(script, kMaxScriptBytes, "Lua stage scripts");
+  } catch (const std::runtime_error& error) {
+    throw LuaError("script_error", "cannot read Lua stage script '" + script.string() + "': " + error.what());
   }
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return std::move(buffer).str();
 }
 
 /// Calls the chunk at index 2 and leaves its `run` function at index 3 and

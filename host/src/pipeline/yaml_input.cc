@@ -14,18 +14,11 @@
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/parser.h>
 
+#include "core/bounded_file.h"
 #include "core/errors.h"
 
 namespace accelopt {
 namespace {
-
-// Closes a file descriptor on scope exit.
-struct FdGuard {
-  int fd;
-  ~FdGuard() {
-    if (fd >= 0) ::close(fd);
-  }
-};
 
 // Thrown from the event handler to stop the parse at a bad alias.
 struct ExpansionError {
@@ -157,35 +150,11 @@ size_t FindInvalidUtf8(std::string_view text) {
 }
 
 std::string ReadPipelineFile(const std::filesystem::path& path, std::uintmax_t max_bytes) {
-  const std::string file = path.string();
-  // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below.
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-  if (fd < 0) throw ConfigError(SourceLocation{file}, std::string("cannot read: ") + std::strerror(errno));
-  FdGuard guard{fd};
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) throw ConfigError(SourceLocation{file}, std::string("cannot stat: ") + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) {
-    const char* what = S_ISDIR(st.st_mode) ? "a directory" : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
-                       : S_ISFIFO(st.st_mode)                                                            ? "a pipe"
-                                                                                                         : "not a regular file";
-    throw ConfigError(SourceLocation{file}, std::string("not a regular file (") + what + "); pipelines are read from regular files only");
+  try {
+    return ReadRegularFile(path, max_bytes, "pipeline files");
+  } catch (const std::runtime_error& error) {
+    throw ConfigError(SourceLocation{path.string()}, error.what());
   }
-  auto too_big = [&](std::uintmax_t size) {
-    return ConfigError(SourceLocation{file}, "file of " + std::to_string(size) + " bytes exceeds the limit of " +
-                                                 std::to_string(max_bytes) + " bytes for pipeline files");
-  };
-  if (static_cast<std::uintmax_t>(st.st_size) > max_bytes) throw too_big(static_cast<std::uintmax_t>(st.st_size));
-  std::string text;
-  char buffer[65536];
-  while (true) {
-    ssize_t n = ::read(fd, buffer, sizeof(buffer));
-    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (n < 0) throw ConfigError(SourceLocation{file}, std::string("cannot read: ") + std::strerror(errno));
-    if (n == 0) break;
-    text.append(buffer, static_cast<size_t>(n));
-    if (text.size() > max_bytes) throw too_big(text.size());  // the file grew while we read it
-  }
-  return text;
 }
 
 YAML::Node LoadYamlChecked(const std::string& text, const std::string& file, std::uint64_t max_nodes) {

@@ -325,3 +325,13 @@ TEST_CASE("lua stage: accel.fs.write never writes through a symlink in the stage
   CHECK(ReadFile(stage / "real" / "kept.txt") == "kept");  // ... and its target kept
   CHECK(ReadFile(stage / "fresh" / "dir" / "y.txt") == "honest");
 }
+
+TEST_CASE("lua stage: scripts are read from regular files of bounded size", "[lua][stage]") {
+  LuaError e = ExpectLuaError([] { LoadStageInfo("/dev/zero"); });
+  CHECK(e.kind == "script_error");
+  CHECK_THAT(e.what(), Catch::Contains("cannot read Lua stage script '/dev/zero': not a regular file (a device)"));
+  TempDir dir;
+  WriteFile(dir.path / "big.lua", "return function() end\n--" + std::string(5u << 20, 'x') + "\n");
+  e = ExpectLuaError([&] { LoadStageInfo(dir.path / "big.lua"); });
+  CHECK_THAT(e.what(), Catch::Contains("exceeds the limit of 4194304 bytes for Lua stage scripts"));
+}

@@ -96,7 +96,7 @@ TEST_CASE("pipeline files are regular files of bounded size", "[pipeline][yaml_i
       return std::string(error.what());
     }
   };
-  CHECK(error_of("/dev/zero") == "/dev/zero: error: not a regular file (a device); pipelines are read from regular files only");
+  CHECK(error_of("/dev/zero") == "/dev/zero: error: not a regular file (a device); pipeline files are read from regular files only");
   TempDir dir;
   CHECK_THAT(error_of(dir.path()), Catch::Contains("not a regular file (a directory)"));
   auto fifo = dir.path() / "fifo.yaml";
