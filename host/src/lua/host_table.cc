@@ -25,17 +25,32 @@ namespace {
 
 // ---- logging ------------------------------------------------------------------
 
-/// tostring() of the arguments from `first` on, joined by `sep`.
+/// Longest log message built in C++ (1 MiB): `print(table.unpack(t))` with
+/// one large string referenced many times must not build an unbounded copy.
+constexpr size_t kMaxLogBytes = 1u << 20;
+
+/// tostring() of the arguments from `first` on, joined by `sep`, truncated
+/// at kMaxLogBytes.
 std::string JoinArgs(lua_State* L, int first, const char* sep) {
   std::string out;
+  size_t dropped = 0;
   int top = lua_gettop(L);
   for (int i = first; i <= top; ++i) {
     size_t n = 0;
     const char* s = luaL_tolstring(L, i, &n);
-    if (i > first) out += sep;
-    out.append(s, n);
+    std::string_view piece(s, n);
+    size_t room = out.size() < kMaxLogBytes ? kMaxLogBytes - out.size() : 0;
+    if (room == 0) {
+      dropped += std::strlen(sep) + piece.size();
+    } else {
+      if (i > first) out += sep;
+      room = out.size() < kMaxLogBytes ? kMaxLogBytes - out.size() : 0;
+      out.append(piece.substr(0, room));
+      dropped += piece.size() - std::min(room, piece.size());
+    }
     lua_pop(L, 1);
   }
+  if (dropped > 0) out += " ... (" + std::to_string(dropped) + " more bytes not logged)";
   return out;
 }
 

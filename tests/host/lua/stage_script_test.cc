@@ -335,3 +335,22 @@ TEST_CASE("lua stage: scripts are read from regular files of bounded size", "[lu
   e = ExpectLuaError([&] { LoadStageInfo(dir.path / "big.lua"); });
   CHECK_THAT(e.what(), Catch::Contains("exceeds the limit of 4194304 bytes for Lua stage scripts"));
 }
+
+TEST_CASE("lua stage: a log line built from one string referenced many times is truncated", "[lua][stage][memory]") {
+  std::vector<std::string> lines;
+  HostHooks hooks;
+  hooks.log = [&](int, const std::string& line) { lines.push_back(line); };
+  json out = RunStageFromSource(R"(return { run = function()
+    local s = string.rep("x", 1 << 20)
+    local t = {}
+    for i = 1, 4000 do t[i] = s end
+    print(table.unpack(t))   -- 4 GB as one C++ string without the cap
+    accel.info("honest line")
+    return { ok = true }
+  end })", "log.lua", json::object(), hooks);
+  CHECK(out["ok"] == true);
+  REQUIRE(lines.size() == 2);
+  CHECK(lines[0].size() < (1u << 20) + 100);
+  CHECK_THAT(lines[0], Catch::EndsWith("more bytes not logged)"));
+  CHECK(lines[1] == "honest line");
+}
