@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -257,6 +258,37 @@ void MakeViewMetatable(lua_State* L, const char* name, void* key, const void** s
 }  // namespace
 
 namespace detail {
+
+json ParseJsonBounded(Context& ctx, std::string_view text, const char* fn) {
+  const size_t budget = ctx.limits.memory_bytes > 0 ? static_cast<size_t>(ctx.limits.memory_bytes) : static_cast<size_t>(-1);
+  size_t charged = 0;
+  bool over = false;
+  auto charge = [&](int, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::value || event == json::parse_event_t::key) {
+      charged += 16 + (parsed.is_string() ? parsed.get_ref<const std::string&>().size() : 0);
+      if (charged > budget) {
+        over = true;
+        throw std::length_error("over budget");
+      }
+    }
+    return true;
+  };
+  json value;
+  try {
+    value = json::parse(text.begin(), text.end(), charge);
+  } catch (const json::exception& e) {
+    throw std::runtime_error(std::string(fn) + ": " + e.what());
+  } catch (const std::length_error&) {
+    if (!over) throw;
+  }
+  if (over) {
+    ctx.memory_limit_hit = true;  // classified as out_of_memory (sandbox.cc)
+    throw std::runtime_error(std::string(fn) + ": the decoded value exceeds the memory limit of " + std::to_string(budget) +
+                             " bytes: not enough memory");
+  }
+  return value;
+}
+
 void CreateViewMetatables(lua_State* L, Context& ctx) {
   MakeViewMetatable(L, "JSON object", &kViewObjectMtKey, &ctx.view_object_mt);
   MakeViewMetatable(L, "JSON array", &kViewArrayMtKey, &ctx.view_array_mt);

@@ -172,15 +172,10 @@ int ToJsonText(lua_State* L, Context&) {
 }
 
 // fromjson(text) -> value
-int FromJsonText(lua_State* L, Context&) {
+int FromJsonText(lua_State* L, Context& ctx) {
   size_t n = 0;
   const char* text = luaL_checklstring(L, 1, &n);
-  json value;
-  try {
-    value = json::parse(text, text + n);
-  } catch (const json::exception& e) {
-    throw std::runtime_error(std::string("fromjson: ") + e.what());
-  }
+  json value = detail::ParseJsonBounded(ctx, std::string_view(text, n), "fromjson");  // counts against the cap
   PushJson(L, value);
   return 1;
 }

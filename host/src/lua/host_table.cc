@@ -98,38 +98,11 @@ int JsonEncode(lua_State* L, Context&) {
   return 1;
 }
 
-// accel.json.decode(text) -> value. The parsed tree lives in C++ before it
-// is pushed; it counts against the memory cap (16 bytes a value plus the
-// bytes of strings and keys), so "[0,0,0,...]" cannot grow past it.
+// accel.json.decode(text) -> value (the parsed tree counts against the cap).
 int JsonDecode(lua_State* L, Context& ctx) {
   size_t n = 0;
   const char* text = luaL_checklstring(L, 1, &n);
-  const size_t budget = ctx.limits.memory_bytes > 0 ? static_cast<size_t>(ctx.limits.memory_bytes) : static_cast<size_t>(-1);
-  size_t charged = 0;
-  bool over = false;
-  auto charge = [&](int, json::parse_event_t event, json& parsed) {
-    if (event == json::parse_event_t::value || event == json::parse_event_t::key) {
-      charged += 16 + (parsed.is_string() ? parsed.get_ref<const std::string&>().size() : 0);
-      if (charged > budget) {
-        over = true;
-        throw std::length_error("over budget");
-      }
-    }
-    return true;
-  };
-  json value;
-  try {
-    value = json::parse(text, text + n, charge);
-  } catch (const json::exception& e) {
-    throw std::runtime_error(std::string("accel.json.decode: ") + e.what());
-  } catch (const std::length_error&) {
-    if (!over) throw;
-  }
-  if (over) {
-    ctx.memory_limit_hit = true;  // classified as out_of_memory (sandbox.cc)
-    throw std::runtime_error("accel.json.decode: the decoded value exceeds the memory limit of " + std::to_string(budget) +
-                             " bytes: not enough memory");
-  }
+  json value = ParseJsonBounded(ctx, std::string_view(text, n), "accel.json.decode");
   PushJson(L, value);
   return 1;
 }

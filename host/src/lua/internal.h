@@ -158,5 +158,12 @@ bool IsValidUtf8(std::string_view s);
 std::string FormatLuaNumber(lua_State* L, int index);
 /// Creates the metatables of lazy JSON views. Protected mode only.
 void CreateViewMetatables(lua_State* L, Context& ctx);
+/// Parses JSON text for a script (accel.json.decode, fromjson). The parsed
+/// tree lives in C++ before it is pushed, so it counts against the memory
+/// cap: 16 bytes a value plus the bytes of strings and keys. Throws
+/// std::runtime_error "<fn>: ..." for bad JSON, and for a tree over the cap
+/// a message ending in "not enough memory" with ctx.memory_limit_hit set
+/// (classified as out_of_memory).
+nlohmann::json ParseJsonBounded(Context& ctx, std::string_view text, const char* fn);
 
 }  // namespace accelopt::lua::detail

@@ -229,3 +229,13 @@ TEST_CASE("lua expression: cost does not grow with the context", "[lua][expressi
   std::printf("[lua expression] 5,000-entry context: %.3f ms per evaluation (%d runs)\n", per_eval_ms, kRuns);
   CHECK(per_eval_ms < 5.0);
 }
+
+TEST_CASE("lua expression: JSON built in C++ counts against the cap", "[lua][expression][memory]") {
+  // 3 MB of text is 1.5 million values: 24 MB as a C++ tree, over the 16 MiB of an expression.
+  CHECK(EvalError("fromjson('[' .. string.rep('0,', 1500000) .. '0]')").kind == "out_of_memory");
+  // One 1 MiB string referenced 40 times: 40 MiB of JSON text.
+  CHECK(EvalError("(function() local s = string.rep('x', 1 << 20) local t = {} for i = 1, 40 do t[i] = s end "
+                  "return tojson(t) end)()")
+            .kind == "out_of_memory");
+  CHECK(EvaluateExpression("#fromjson('[1, 2, 3]')", json::object()) == 3);
+}
