@@ -82,6 +82,9 @@ bool LoadResumeOptions(RunOptions& options) {
 }  // namespace
 
 int RunCommand(const RunOptions& given, const std::vector<std::string>& argv) {
+  // Ctrl-C from the start: a second one exits at once even while the pipeline
+  // is validated or Python starts; a first one makes the run end interrupted.
+  InstallSignalHandlers(g_cancel.get());
   RunOptions options = given;
   const bool resume = !options.resume.empty();
   if (resume && !LoadResumeOptions(options)) return kExitUsage;
@@ -120,7 +123,6 @@ int RunCommand(const RunOptions& given, const std::vector<std::string>& argv) {
   }
   // From here on run.json never stays "running": the record finalises it on
   // every exit path, signals and crashes included (cli/run_record.h).
-  InstallSignalHandlers(g_cancel.get());
   std::optional<RunRecord> record;
   try {
     run_dir->WriteText("pipeline.resolved.yaml", pipeline.resolved_yaml);
