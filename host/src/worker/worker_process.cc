@@ -18,6 +18,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "core/run_dir.h"
 #include "python/interpreter.h"
 
 extern char** environ;
@@ -110,7 +111,7 @@ std::string WorkerProcess::Scratch() const {
 
 void WorkerProcess::Start() {
   Kill();
-  std::filesystem::create_directories(Scratch());
+  EnsurePrivateDir(Scratch());  // refuses a planted symlink: the worker may write only here
   int requests[2], replies[2], logs[2];
   MakePipe(requests);
   MakePipe(replies);

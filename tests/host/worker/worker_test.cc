@@ -425,3 +425,13 @@ TEST_CASE("floods: a 256 MiB print or exception message does not grow the host",
   CHECK(grown < 64 * 1024);
   CHECK(PlainKind(pool, "echo", "after", json::object()) == "ok");
 }
+
+TEST_CASE("a symlink planted as a worker's scratch is refused, never followed", "[worker][hostile]") {
+  accelopt::testing::TempDir scratch;
+  accelopt::testing::TempDir outside;
+  auto precious = outside.Write("precious.txt", "keep me");
+  fs::create_directory_symlink(outside.path(), scratch.path() / "w0");
+  CHECK_THROWS_WITH(WorkerPool(TestPool(scratch.path(), 1)), Catch::Contains("symlink"));
+  CHECK(fs::exists(precious));
+  CHECK(fs::is_symlink(scratch.path() / "w0"));
+}
