@@ -1,6 +1,7 @@
 #include "worker/worker_main.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -14,6 +15,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -186,11 +188,12 @@ bool SendFromFile(int out_fd, int in_fd, off_t offset, uint64_t size) {
   return true;
 }
 
-// A candidate process forked before its request arrives (the fork is off
-// the request's critical path); it waits for its one request. Measured on
-// 2 cores: letting it also run a warm-up kernel to fault in its
-// copy-on-write pages ahead of time made candidates slower, not faster
-// (docs/isolation.md, Benchmarks).
+// A candidate process forked before its request arrives, while the
+// previous candidate still runs: the fork is off the request's critical
+// path, and so is a warm-up run of a trusted kernel that faults in the
+// copy-on-write pages a kernel run writes (~700 faults of 5-10 us each on
+// our VMs; docs/isolation.md, Benchmarks). It then waits for its one
+// request. ACCELOPT_SPARE_WARM_UP=0 turns the warm-up off.
 struct Spare {
   pid_t pid = -1;
   int request_fd = -1;  // write end of the pipe its request frame goes through
@@ -214,6 +217,16 @@ void CloseAllBut(std::vector<int> keep) {
 int SpareBody(const WorkerMainOptions& options, int request_fd, int reply_fd) {
   CloseAllBut({request_fd, reply_fd});  // never the host's pipes or another candidate's reply
   prctl(PR_SET_PDEATHSIG, SIGKILL);
+  // Warm up only while idle: with its request already waiting it would only delay it.
+  const char* warm = std::getenv("ACCELOPT_SPARE_WARM_UP");
+  pollfd pending{request_fd, POLLIN, 0};
+  if ((warm == nullptr || std::string(warm) != "0") && poll(&pending, 1, 0) == 0) {
+    try {
+      python::CallJson("accelopt.sandbox.worker_entry", "warm_up", nullptr);
+      if (g_identity) g_identity->Unchanged();
+    } catch (const std::exception&) {  // only speed is lost
+    }
+  }
   LineReader reader(request_fd);
   std::string line;
   if (reader.ReadLine(&line, -1) != LineReader::kLine) return 0;  // retired unused

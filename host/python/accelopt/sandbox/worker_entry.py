@@ -60,8 +60,10 @@ def startup(info):
     return {"numpy": numpy.__version__, "python": sys.version.split()[0]}
 
 
-# A trusted kernel the worker runs once at startup, so that lazy imports and
-# the emulator's caches are in the state every candidate process inherits.
+# A trusted kernel the worker runs once at startup (lazy imports and the
+# emulator's caches are then in the state every candidate process inherits),
+# and every spare candidate process runs while it waits for its request
+# (faulting in the copy-on-write pages a run writes, off the critical path).
 _WARM_UP_SOURCE = """
 import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
@@ -80,8 +82,9 @@ def kernel(x):
 def warm_up(info):
     """Runs the built-in warm-up kernel (128x64 float32) once, timed.
 
-    Called by :func:`startup` in the worker. ``info`` is ignored. Returns
-    the warm-up kernel's error kind or None; never raises.
+    Called by :func:`startup` in the worker and in every spare candidate
+    process before its request (host/src/worker/worker_main.cc). ``info`` is
+    ignored. Returns the warm-up kernel's error kind or None; never raises.
     """
     import numpy as np
     from . import codec, untrusted
@@ -90,6 +93,8 @@ def warm_up(info):
         inputs = [codec.encode(np.ones((128, 64), np.float32), blobs)]
         out, _ = untrusted.run_kernel({"kernel_source": _WARM_UP_SOURCE, "kernel_path": "<accelopt-warm-up>",
                                        "runs": [inputs], "timed_run": 0}, [bytes(b) for b in blobs])
+        if _digests is not None:
+            integrity.compare_digests(_digests)
         return (out.get("error") or {}).get("kind")
     except Exception as exc:  # noqa: BLE001 - a warm-up problem only costs speed
         return type(exc).__name__
