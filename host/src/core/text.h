@@ -36,4 +36,9 @@ void WriteFileAtomic(const std::filesystem::path& path, std::string_view content
 /// Reads a whole file. Throws std::runtime_error naming the path on failure.
 std::string ReadFile(const std::filesystem::path& path);
 
+/// Byte offset of the first byte of `text` that does not start a valid UTF-8
+/// sequence (overlong forms, surrogates and code points above U+10FFFF are
+/// invalid), or std::string_view::npos if `text` is valid UTF-8.
+size_t FindInvalidUtf8(std::string_view text);
+
 }  // namespace accelopt

@@ -114,40 +114,6 @@ void CheckScalars(const YAML::Node& node, const std::string& file, std::vector<D
 
 }  // namespace
 
-size_t FindInvalidUtf8(std::string_view text) {
-  const auto* begin = reinterpret_cast<const unsigned char*>(text.data());
-  const auto* end = begin + text.size();
-  for (const unsigned char* p = begin; p < end;) {
-    unsigned char c = *p;
-    if (c < 0x80) {
-      ++p;
-      continue;
-    }
-    int extra;
-    uint32_t cp;
-    if ((c & 0xE0) == 0xC0) {
-      extra = 1;
-      cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      extra = 2;
-      cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      extra = 3;
-      cp = c & 0x07;
-    } else {
-      return static_cast<size_t>(p - begin);
-    }
-    if (end - p <= extra) return static_cast<size_t>(p - begin);
-    for (int i = 1; i <= extra; ++i) {
-      if ((p[i] & 0xC0) != 0x80) return static_cast<size_t>(p - begin);
-      cp = (cp << 6) | (p[i] & 0x3F);
-    }
-    static constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
-    if (cp < kMin[extra] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return static_cast<size_t>(p - begin);
-    p += extra + 1;
-  }
-  return std::string_view::npos;
-}
 
 std::string ReadPipelineFile(const std::filesystem::path& path, std::uintmax_t max_bytes) {
   try {

@@ -3,6 +3,8 @@
 // the size of the document once its aliases are expanded ("billion laughs").
 #pragma once
 
+#include "core/text.h"  // FindInvalidUtf8
+
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -18,11 +20,6 @@ inline constexpr std::uintmax_t kMaxPipelineBytes = 4u << 20;
 /// Most nodes (scalars, nulls, sequences, mappings) a YAML document may hold
 /// once every alias is expanded. Shipped pipelines hold a few hundred.
 inline constexpr std::uint64_t kMaxYamlNodes = 200000;
-
-/// Byte offset of the first byte of `text` that does not start a valid UTF-8
-/// sequence (overlong forms, surrogates and code points above U+10FFFF are
-/// invalid), or std::string_view::npos if `text` is valid UTF-8.
-size_t FindInvalidUtf8(std::string_view text);
 
 /// Reads a pipeline file. Refuses anything that is not a regular file
 /// (`/dev/zero`, a FIFO, a directory) and files larger than `max_bytes`,
