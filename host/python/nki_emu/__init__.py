@@ -12,6 +12,7 @@ Refusals raise :class:`nki_emu.errors.NKICompileError`.
 """
 import functools
 import inspect
+import threading
 import types
 
 import numpy as np
@@ -95,7 +96,19 @@ def _wrap_nested(value, name):
     return type(value)(items) if isinstance(value, list) else tuple(items)
 
 
+# The emulator's run state (runtime's run stack, tensor owners, uid counters)
+# is per process: kernels started from several threads (in-process profiling
+# of a for_each batch) run one after another. Re-entrant, so a kernel that
+# calls nki.simulate_kernel runs the callee inside its own run.
+_RUN_LOCK = threading.RLock()
+
+
 def _execute(kernel, args, kwargs, target, tracer, compute=True):
+    with _RUN_LOCK:
+        return _execute_locked(kernel, args, kwargs, target, tracer, compute)
+
+
+def _execute_locked(kernel, args, kwargs, target, tracer, compute):
     if target not in TARGETS:
         raise ValueError(f"unknown target {target!r}; expected one of {TARGETS}")
     install()
