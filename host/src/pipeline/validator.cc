@@ -1,6 +1,7 @@
 #include "pipeline/validator.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include "core/text.h"
@@ -362,13 +363,35 @@ class Validator {
     }
   }
 
+  // A value known before the run (a literal, or expressions over vars,
+  // backend and pipeline), resolved as the run will; nullopt when it is not
+  // known yet or does not resolve (then the error is reported).
+  std::optional<json> KnownValue(const json& value, const SourceLocation& where, bool names_ok) {
+    if (!ContainsExpression(value)) return value;
+    if (!names_ok || !IsStatic(value)) return std::nullopt;
+    try {
+      return ResolveValue(value, StaticContext(), where);
+    } catch (const StageError& error) {
+      ExpressionError(where, error);
+      return std::nullopt;
+    }
+  }
+
   void Stage(const StageSpec& spec, const Scope& outer) {
     Scope scope = outer;
     CheckCondition(spec.if_expr, spec.if_where, &diagnostics_);
     for (const auto& code : ConditionCodes(spec.if_expr)) CheckNames(code, spec.if_where, scope);
     if (spec.loop) {
+      size_t before = diagnostics_.size();
       CheckExpressions(spec.loop->max_iterations, spec.loop->where, &diagnostics_);
-      CheckValueNames(spec.loop->max_iterations, spec.loop->where, scope);
+      bool max_ok = CheckValueNames(spec.loop->max_iterations, spec.loop->where, scope) && diagnostics_.size() == before;
+      if (ContainsExpression(spec.loop->max_iterations)) {
+        auto max = KnownValue(spec.loop->max_iterations, spec.loop->where, max_ok);
+        if (max && !(max->is_number_integer() && max->get<int64_t>() >= 1)) {
+          Error(spec.loop->where, "max_iterations " + spec.loop->max_iterations.get<std::string>() +
+                                      " resolves to " + max->dump() + "; expected an integer >= 1");
+        }
+      }
       CheckExpressions(spec.loop->carry, spec.loop->where, &diagnostics_);
       CheckValueNames(spec.loop->carry, spec.loop->where, scope);
       Scope body = scope;
@@ -379,8 +402,16 @@ class Validator {
       known_[spec.id] = {"loop", "", json::object()};
       return;
     }
+    size_t before_for_each = diagnostics_.size();
     CheckExpressions(spec.for_each, spec.for_each_where, &diagnostics_);
-    CheckValueNames(spec.for_each, spec.for_each_where, scope);
+    bool for_each_ok = CheckValueNames(spec.for_each, spec.for_each_where, scope) && diagnostics_.size() == before_for_each;
+    if (!spec.for_each.is_null()) {
+      auto items = KnownValue(spec.for_each, spec.for_each_where, for_each_ok);
+      if (items && !items->is_array()) {
+        Error(spec.for_each_where, "for_each must resolve to a list, got " + std::string(items->type_name()) + " " +
+                                       items->dump(-1, ' ', false, json::error_handler_t::replace).substr(0, 200));
+      }
+    }
     CheckExpressions(spec.max_parallel, spec.where, &diagnostics_);
     CheckValueNames(spec.max_parallel, spec.where, scope);
     Scope item_scope = scope;

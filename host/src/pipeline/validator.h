@@ -30,7 +30,8 @@ using ResolvedStages = std::map<std::string, std::shared_ptr<Stage>>;
 ///    expression can see at that place, with did-you-mean), references to
 ///    stages defined earlier, and `stages.<id>.outputs.<field>` against the
 ///    stage's declared outputs;
-///  - `timeout:` expressions that can be resolved here give a duration;
+///  - `timeout:` expressions that can be resolved here give a duration,
+///    `for_each` values a list and loop `max_iterations` an integer >= 1;
 ///  - the `llm:` block parses (durations, fields, ...), located by endpoint/field.
 /// Throws ConfigError listing every problem as file:line:col.
 ResolvedStages ValidatePipeline(const Pipeline& pipeline, StageRegistry& registry);

@@ -160,3 +160,17 @@ TEST_CASE("vars, timeouts and the llm: block are checked as the run would use th
             "stages:\n  - id: a\n    uses: native:test_echo\n")
             .empty());
 }
+
+TEST_CASE("for_each lists and loop bounds known before the run are checked", "[pipeline][validate]") {
+  PipelineFixture f;
+  std::string error = ValidationError(f,
+      "version: 1\nname: t\nvars: {items: abc, n: 0}\nstages:\n"
+      "  - id: a\n    uses: native:test_echo\n    for_each: ${{ vars.items }}\n"
+      "  - id: l\n    loop: {max_iterations: '${{ vars.n }}'}\n    stages:\n      - {id: e, uses: native:test_echo}\n");
+  CHECK_THAT(error, Catch::Contains("pipeline.yaml:7:15: error: for_each must resolve to a list, got string \"abc\""));
+  CHECK_THAT(error, Catch::Contains("pipeline.yaml:9:11: error: max_iterations ${{ vars.n }} resolves to 0; expected an integer >= 1"));
+  CHECK(ValidationError(f, "version: 1\nname: t\nvars: {items: [1, 2], n: 2}\nstages:\n"
+                           "  - id: a\n    uses: native:test_echo\n    for_each: ${{ vars.items }}\n"
+                           "  - id: l\n    loop: {max_iterations: '${{ vars.n }}'}\n    stages:\n      - {id: e, uses: native:test_echo}\n")
+            .empty());
+}
