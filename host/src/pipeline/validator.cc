@@ -304,6 +304,20 @@ class Validator {
     return nullptr;
   }
 
+  // A value known before the run (a literal, or expressions over vars,
+  // backend and pipeline), resolved as the run will; nullopt when it is not
+  // known yet or does not resolve (then the error is reported).
+  std::optional<json> KnownValue(const json& value, const SourceLocation& where, bool names_ok) {
+    if (!ContainsExpression(value)) return value;
+    if (!names_ok || !IsStatic(value)) return std::nullopt;
+    try {
+      return ResolveValue(value, StaticContext(), where);
+    } catch (const StageError& error) {
+      ExpressionError(where, error);
+      return std::nullopt;
+    }
+  }
+
   // One `with` value: literal values as written, static expressions resolved here.
   void CheckWithValue(const std::string& name, const json& value, const json& param, const std::string& uses,
                       const SourceLocation& where, bool names_ok) {
@@ -311,14 +325,9 @@ class Validator {
       if (auto problem = CheckParamValue(value, param)) Error(where, ParamProblemMessage(name, uses, *problem));
       return;
     }
-    if (!names_ok || !IsStatic(value)) return;
-    json resolved;
-    try {
-      resolved = ResolveValue(value, StaticContext(), where);
-    } catch (const StageError& error) {
-      ExpressionError(where, error);
-      return;
-    }
+    auto known = KnownValue(value, where, names_ok);
+    if (!known) return;
+    const json& resolved = *known;
     const std::string text = value.is_string() ? value.get<std::string>() : value.dump();
     if (resolved.is_null() && param.value("required", false)) {
       Error(where, MissingParamMessage(name, uses, text));
@@ -348,32 +357,14 @@ class Validator {
 
   // A `timeout:` expression that can be resolved now must give a duration.
   void CheckTimeout(const StageSpec& spec) {
-    if (spec.timeout_expr.is_null() || !IsStatic(spec.timeout_expr)) return;
-    json value;
-    try {
-      value = ResolveValue(spec.timeout_expr, StaticContext(), spec.where);
-    } catch (const StageError& error) {
-      ExpressionError(spec.where, error);
-      return;
-    }
+    if (spec.timeout_expr.is_null()) return;
+    auto known = KnownValue(spec.timeout_expr, spec.where, true);
+    if (!known) return;
+    const json& value = *known;
     bool ok = value.is_number() ? value.get<double>() >= 0 : value.is_string() && ParseDuration(value.get<std::string>());
     if (!ok) {
       Error(spec.where, "timeout " + spec.timeout_expr.get<std::string>() + " resolves to " + value.dump() +
                             "; expected a duration such as 30s, 500ms, 5m, 1m30s or a number of seconds");
-    }
-  }
-
-  // A value known before the run (a literal, or expressions over vars,
-  // backend and pipeline), resolved as the run will; nullopt when it is not
-  // known yet or does not resolve (then the error is reported).
-  std::optional<json> KnownValue(const json& value, const SourceLocation& where, bool names_ok) {
-    if (!ContainsExpression(value)) return value;
-    if (!names_ok || !IsStatic(value)) return std::nullopt;
-    try {
-      return ResolveValue(value, StaticContext(), where);
-    } catch (const StageError& error) {
-      ExpressionError(where, error);
-      return std::nullopt;
     }
   }
 
