@@ -19,7 +19,6 @@
 #include <spdlog/spdlog.h>
 
 #include "core/run_dir.h"
-#include "python/interpreter.h"
 
 extern char** environ;
 
@@ -133,7 +132,6 @@ void WorkerProcess::Start() {
   }
   env.push_back("HOME=" + Scratch());
   env.push_back("TMPDIR=" + Scratch());
-  env.push_back("ACCELOPT_PYTHON_PATH=" + python::HostPythonDir());
   if (config_.single_thread_math) {
     for (const char* name : {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"}) env.push_back(std::string(name) + "=1");
   }
