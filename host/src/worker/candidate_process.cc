@@ -55,9 +55,25 @@ bool Reaped(pid_t pid, int options, ChildEnd* end) {
   return true;
 }
 
+// After the child's "done" byte: stop it, unless it ended first.
+void StopOrReap(pid_t pid, ChildEnd* end) {
+  kill(pid, SIGSTOP);
+  siginfo_t info{};
+  while (waitid(P_PID, pid, &info, WSTOPPED | WEXITED) < 0 && errno == EINTR) {
+  }
+  if (info.si_code == CLD_STOPPED) {
+    end->stopped = true;
+    end->exit_code = 0;
+  } else if (info.si_code == CLD_EXITED) {
+    end->exit_code = info.si_status;
+  } else {
+    end->signal = info.si_status;
+  }
+}
+
 }  // namespace
 
-ChildEnd WaitForChild(pid_t pid, double timeout_s, double started_ms) {
+ChildEnd WaitForChild(pid_t pid, double timeout_s, double started_ms, int done_fd) {
   ChildEnd end;
   const double deadline = timeout_s > 0 ? started_ms + timeout_s * 1000 : 0;
   int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
@@ -69,16 +85,33 @@ ChildEnd WaitForChild(pid_t pid, double timeout_s, double started_ms) {
       end.timed_out = true;
       break;
     }
-    if (pidfd >= 0) {
-      pollfd pfd{pidfd, POLLIN, 0};
-      poll(&pfd, 1, static_cast<int>(std::min(left, 1000.0)) + 1);
-    } else {
-      std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(std::min(left, 5.0)) + 1));
+    // Without a pidfd the exit is polled every 5 ms.
+    int wait_ms = static_cast<int>(std::min(left, pidfd >= 0 ? 1000.0 : 5.0)) + 1;
+    pollfd fds[2];
+    nfds_t count = 0;
+    if (pidfd >= 0) fds[count++] = {pidfd, POLLIN, 0};
+    if (done_fd >= 0) fds[count++] = {done_fd, POLLIN, 0};
+    if (count > 0) poll(fds, count, wait_ms);
+    else std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms));
+    if (done_fd >= 0 && (fds[count - 1].revents & (POLLIN | POLLHUP))) {
+      char byte = 0;
+      if (read(done_fd, &byte, 1) == 1) {
+        StopOrReap(pid, &end);
+        break;
+      }
+      done_fd = -1;  // closed without the byte: wait for the exit
     }
   }
   if (pidfd >= 0) close(pidfd);
   end.wall_ms = SteadyNowMs() - started_ms;
   return end;
+}
+
+void Discard(pid_t pid) {
+  kill(pid, SIGKILL);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
 }
 
 std::pair<std::string, std::string> ClassifyEnd(const ChildEnd& end, double timeout_s) {

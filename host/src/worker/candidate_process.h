@@ -16,6 +16,7 @@ namespace accelopt::worker {
 /// How a candidate process ended.
 struct ChildEnd {
   bool timed_out = false;  ///< killed by WaitForChild at its deadline
+  bool stopped = false;    ///< said it was done and was stopped (SIGSTOP), not yet reaped
   int exit_code = -1;      ///< exit status when it exited, else -1
   int signal = 0;          ///< terminating signal, else 0
   double wall_ms = 0;      ///< from fork to reaping, in ms
@@ -32,8 +33,17 @@ pid_t ForkWithPython(const std::function<int()>& body);
 /// Waits for child `pid` at most `timeout_s` seconds (<= 0: no limit),
 /// through a pidfd (poll) where the kernel has one. At the deadline the
 /// child gets SIGKILL and is reaped. `started_ms` is the steady-clock time
-/// of the fork in ms (for ChildEnd::wall_ms).
-ChildEnd WaitForChild(pid_t pid, double timeout_s, double started_ms);
+/// of the fork in ms (for ChildEnd::wall_ms). With `done_fd` >= 0 (the read
+/// end of a pipe the child writes one byte to once its reply is complete),
+/// a child that wrote it is stopped with SIGSTOP at once (its threads can
+/// change nothing any more) and returned as `stopped`, exit_code 0, so its
+/// reply can be forwarded before its exit's teardown (~3 ms); the caller
+/// then kills and reaps it with Discard(). A child that closes the pipe
+/// without the byte is waited for as usual.
+ChildEnd WaitForChild(pid_t pid, double timeout_s, double started_ms, int done_fd = -1);
+
+/// SIGKILLs and reaps a child WaitForChild returned as `stopped`.
+void Discard(pid_t pid);
 
 /// Error kind and message for a candidate process that ended without a
 /// complete reply: timeout (deadline or SIGXCPU), sandbox_violation

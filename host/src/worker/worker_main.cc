@@ -101,7 +101,7 @@ void SetLimit(int resource, uint64_t bytes) {
 
 // Body of a candidate process: limits, seccomp, then the Python call; the
 // reply frame goes into `reply_fd` (a memfd the zygote forwards).
-int CandidateBody(const WorkerMainOptions& options, python::Packed message, int reply_fd) {
+int CandidateBody(const WorkerMainOptions& options, python::Packed message, int reply_fd, int done_fd) {
   const auto& limits = message.value["limits"];
   uint64_t memory = limits.value("memory_bytes", uint64_t{0});
   if (memory == 0) memory = options.memory_bytes;
@@ -134,7 +134,9 @@ int CandidateBody(const WorkerMainOptions& options, python::Packed message, int 
       reply.value["integrity"].push_back(std::string("integrity check failed: ") + error.what());
     }
   }
-  return WriteFrame(reply_fd, std::move(reply.value), reply.blobs) ? 0 : 76;
+  if (!WriteFrame(reply_fd, std::move(reply.value), reply.blobs)) return 76;
+  (void)!write(done_fd, "d", 1);  // the worker may forward the reply now, before this process's teardown
+  return 0;
 }
 
 // Reads and checks the frame a candidate left in `memfd`. Returns false
@@ -187,15 +189,17 @@ bool SendFromFile(int out_fd, int in_fd, off_t offset, uint64_t size) {
 }
 
 // A candidate process forked before its request arrives, while the
-// previous candidate still runs: the fork is off the request's critical
-// path, and so is a warm-up run of a trusted kernel that faults in the
-// copy-on-write pages a kernel run writes (~700 faults of 5-10 us each on
-// our VMs; docs/isolation.md, Benchmarks). It then waits for its one
-// request. ACCELOPT_SPARE_WARM_UP=0 turns the warm-up off.
+// previous candidate still runs, so the fork is off the request's critical
+// path. It seals itself and waits for its one request. With
+// ACCELOPT_SPARE_WARM_UP=1 it first runs a trusted warm-up kernel that
+// faults in the copy-on-write pages a kernel run writes (~700 faults of
+// 5-10 us each on our VMs); off by default: on 2 cores it competes with
+// the running candidate and measured slower (docs/isolation.md, Benchmarks).
 struct Spare {
   pid_t pid = -1;
   int request_fd = -1;  // write end of the pipe its request frame goes through
   int reply_fd = -1;    // memfd it writes its reply frame into
+  int done_fd = -1;     // read end of the pipe it writes one byte to once its reply is complete
 };
 
 // Closes every descriptor but stdout, stderr and `keep` (the host's pipes,
@@ -212,13 +216,13 @@ void CloseAllBut(std::vector<int> keep) {
   syscall(SYS_close_range, next, ~0u, 0u);
 }
 
-int SpareBody(const WorkerMainOptions& options, int request_fd, int reply_fd) {
-  CloseAllBut({request_fd, reply_fd});  // never the host's pipes or another candidate's reply
+int SpareBody(const WorkerMainOptions& options, int request_fd, int reply_fd, int done_fd) {
+  CloseAllBut({request_fd, reply_fd, done_fd});  // never the host's pipes or another candidate's reply
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   // Warm up only while idle: with its request already waiting it would only delay it.
   const char* warm = std::getenv("ACCELOPT_SPARE_WARM_UP");
   pollfd pending{request_fd, POLLIN, 0};
-  if ((warm == nullptr || std::string(warm) != "0") && poll(&pending, 1, 0) == 0) {
+  if (warm != nullptr && std::string(warm) == "1" && poll(&pending, 1, 0) == 0) {
     try {
       python::CallJson("accelopt.sandbox.worker_entry", "warm_up", nullptr);
       if (g_identity) g_identity->Unchanged();
@@ -248,12 +252,13 @@ int SpareBody(const WorkerMainOptions& options, int request_fd, int reply_fd) {
   }
   close(request_fd);
   message.value.erase("blobs");
-  return CandidateBody(options, std::move(message), reply_fd);
+  return CandidateBody(options, std::move(message), reply_fd, done_fd);
 }
 
 void Retire(Spare* spare) {
   if (spare->request_fd >= 0) close(spare->request_fd);
   if (spare->reply_fd >= 0) close(spare->reply_fd);
+  if (spare->done_fd >= 0) close(spare->done_fd);
   if (spare->pid > 0) {
     kill(spare->pid, SIGKILL);
     WaitForChild(spare->pid, 0, SteadyNowMs());
@@ -265,9 +270,16 @@ void Retire(Spare* spare) {
 Spare ForkSpare(const WorkerMainOptions& options) {
   Spare spare;
   spare.reply_fd = memfd_create("accelopt-reply", MFD_CLOEXEC);
-  int fds[2];
+  int fds[2], done[2];
   if (spare.reply_fd < 0 || pipe2(fds, O_CLOEXEC) != 0) {
     std::string error = std::strerror(errno);
+    Retire(&spare);
+    throw std::runtime_error("cannot prepare a candidate process: " + error);
+  }
+  if (pipe2(done, O_CLOEXEC) != 0) {
+    std::string error = std::strerror(errno);
+    close(fds[0]);
+    close(fds[1]);
     Retire(&spare);
     throw std::runtime_error("cannot prepare a candidate process: " + error);
   }
@@ -275,16 +287,18 @@ Spare ForkSpare(const WorkerMainOptions& options) {
   try {
     spare.pid = ForkWithPython([&] {
       close(fds[1]);
-      return SpareBody(options, fds[0], spare.reply_fd);
+      close(done[0]);
+      return SpareBody(options, fds[0], spare.reply_fd, done[1]);
     });
   } catch (...) {
-    close(fds[0]);
-    close(fds[1]);
+    for (int fd : {fds[0], fds[1], done[0], done[1]}) close(fd);
     Retire(&spare);
     throw;
   }
   close(fds[0]);
+  close(done[1]);
   spare.request_fd = fds[1];
+  spare.done_fd = done[0];
   return spare;
 }
 
@@ -322,6 +336,7 @@ bool ServeOne(const WorkerMainOptions& options, const nlohmann::json& request, p
   off_t blobs_at = 0;
   uint64_t blobs_size = 0;
   Spare current;
+  pid_t stopped = -1;
   if (std::string error; !ClearScratch(message.value.value("scratch", ""), &error)) {
     header = ErrorReply("worker_error", error);
   } else if (!StartCandidate(options, message, spare, &error)) {
@@ -335,7 +350,8 @@ bool ServeOne(const WorkerMainOptions& options, const nlohmann::json& request, p
     } catch (const std::exception& fork_error) {
       spdlog::warn("{}", fork_error.what());  // the next request forks on demand
     }
-    ChildEnd end = WaitForChild(current.pid, deadline_s, started);
+    ChildEnd end = WaitForChild(current.pid, deadline_s, started, current.done_fd);
+    if (end.stopped) stopped = current.pid;  // discarded once its reply is on its way
     current.pid = -1;
     if (end.timed_out || end.signal != 0 || end.exit_code != 0) {
       auto [kind, text] = ClassifyEnd(end, deadline_s);
@@ -353,6 +369,7 @@ bool ServeOne(const WorkerMainOptions& options, const nlohmann::json& request, p
   header["nonce"] = request.value("nonce", "");
   bool sent = WriteLine(kReplyFd, header.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) &&
               SendFromFile(kReplyFd, current.reply_fd, blobs_at, blobs_size);
+  if (stopped > 0) Discard(stopped);  // its teardown overlaps the host's judging
   Retire(&current);
   return sent;
 }

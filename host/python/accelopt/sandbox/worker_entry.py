@@ -62,8 +62,9 @@ def startup(info):
 
 # A trusted kernel the worker runs once at startup (lazy imports and the
 # emulator's caches are then in the state every candidate process inherits),
-# and every spare candidate process runs while it waits for its request
-# (faulting in the copy-on-write pages a run writes, off the critical path).
+# and, with ACCELOPT_SPARE_WARM_UP=1, every spare candidate process runs
+# while it waits for its request (faulting in the copy-on-write pages a run
+# writes, off the critical path).
 _WARM_UP_SOURCE = """
 import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
