@@ -26,6 +26,7 @@
 #include "python/interpreter.h"
 #include "worker/candidate_process.h"
 #include "worker/identity_check.h"
+#include "worker/prefault.h"
 #include "worker/protocol.h"
 #include "worker/sandbox.h"
 #include "worker/syscall_policy.h"
@@ -42,6 +43,8 @@ constexpr size_t kMaxReplyString = 256u << 10;
 
 // Rule R5's baseline, taken in the worker after its imports (identity_check.h).
 std::shared_ptr<const NamespaceSnapshot> g_identity;
+// The pages a kernel run writes, faulted in by every spare (prefault.h).
+std::vector<PageRange> g_written_pages;
 
 // Empties the scratch directory without following any link in it (a link
 // planted by a candidate is removed, never its target). Refuses a scratch
@@ -219,6 +222,7 @@ void CloseAllBut(std::vector<int> keep) {
 int SpareBody(const WorkerMainOptions& options, int request_fd, int reply_fd, int done_fd) {
   CloseAllBut({request_fd, reply_fd, done_fd});  // never the host's pipes or another candidate's reply
   prctl(PR_SET_PDEATHSIG, SIGKILL);
+  PrefaultPages(g_written_pages);  // copy-on-write broken now, while the previous candidate runs
   // Warm up only while idle: with its request already waiting it would only delay it.
   const char* warm = std::getenv("ACCELOPT_SPARE_WARM_UP");
   pollfd pending{request_fd, POLLIN, 0};
@@ -418,6 +422,13 @@ int WorkerMain(const WorkerMainOptions& options) {
     python::Initialize(options.python_paths);
     versions = python::CallJson("accelopt.sandbox.worker_entry", "startup", {{"worker_id", options.id}});
     g_identity = NamespaceSnapshot::Take();
+    const char* prefault = std::getenv("ACCELOPT_PREFAULT");
+    if (prefault == nullptr || std::string(prefault) != "0") {
+      g_written_pages = LearnWrittenPages([] {  // needs /proc: before Landlock
+        python::CallJson("accelopt.sandbox.worker_entry", "warm_up", nullptr);
+        if (g_identity) g_identity->Unchanged();
+      });
+    }
   } catch (const std::exception& error) {
     nlohmann::json reply = {{"ready", false}, {"error", error.what()}};
     WriteLine(kReplyFd, reply.dump());
@@ -441,7 +452,10 @@ int WorkerMain(const WorkerMainOptions& options) {
   } catch (const std::exception& error) {
     warnings.push_back(error.what());
   }
-  nlohmann::json ready = {{"ready", true}, {"pid", getpid()}, {"warnings", warnings}, {"versions", versions}};
+  size_t prefault_bytes = 0;
+  for (const auto& range : g_written_pages) prefault_bytes += range.bytes;
+  nlohmann::json ready = {{"ready", true}, {"pid", getpid()}, {"warnings", warnings}, {"versions", versions},
+                          {"prefault_bytes", prefault_bytes}};
   if (!WriteLine(kReplyFd, ready.dump())) return 0;
 
   LineReader reader(kRequestFd);

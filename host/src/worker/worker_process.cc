@@ -48,7 +48,7 @@ constexpr size_t kMaxReplyHeader = 64u << 20;
 constexpr double kDeadlineGraceS = 10;
 // Environment variables a worker inherits (no API keys, no PYTHON*).
 const char* const kPassedEnv[] = {"PATH", "LANG", "LC_ALL", "LC_CTYPE", "ACCELOPT_PYTHON_PATH", "NEURON_RT_VISIBLE_CORES",
-                                   "ACCELOPT_SPARE_WARM_UP"};
+                                   "ACCELOPT_SPARE_WARM_UP", "ACCELOPT_PREFAULT"};
 
 // A pipe whose ends are >= 10 and close-on-exec (so dup2 onto 0..3 never collides).
 void MakePipe(int fds[2]) {
