@@ -107,13 +107,6 @@ ChildEnd WaitForChild(pid_t pid, double timeout_s, double started_ms, int done_f
   return end;
 }
 
-void Discard(pid_t pid) {
-  kill(pid, SIGKILL);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-}
-
 std::pair<std::string, std::string> ClassifyEnd(const ChildEnd& end, double timeout_s) {
   char limit[32];
   std::snprintf(limit, sizeof(limit), "%.2f", timeout_s);

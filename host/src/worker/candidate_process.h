@@ -38,12 +38,9 @@ pid_t ForkWithPython(const std::function<int()>& body);
 /// a child that wrote it is stopped with SIGSTOP at once (its threads can
 /// change nothing any more) and returned as `stopped`, exit_code 0, so its
 /// reply can be forwarded before its exit's teardown (~3 ms); the caller
-/// then kills and reaps it with Discard(). A child that closes the pipe
+/// then SIGKILLs it and reaps it later. A child that closes the pipe
 /// without the byte is waited for as usual.
 ChildEnd WaitForChild(pid_t pid, double timeout_s, double started_ms, int done_fd = -1);
-
-/// SIGKILLs and reaps a child WaitForChild returned as `stopped`.
-void Discard(pid_t pid);
 
 /// Error kind and message for a candidate process that ended without a
 /// complete reply: timeout (deadline or SIGXCPU), sandbox_violation

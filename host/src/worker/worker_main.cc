@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -45,6 +46,18 @@ constexpr size_t kMaxReplyString = 256u << 10;
 std::shared_ptr<const NamespaceSnapshot> g_identity;
 // The pages a kernel run writes, faulted in by every spare (prefault.h).
 std::vector<PageRange> g_written_pages;
+// Candidate processes killed after their reply, reaped once the next
+// candidate runs (their teardown, ~3 ms, overlaps the host's judging).
+std::vector<pid_t> g_to_reap;
+
+void ReapKilled() {
+  for (pid_t pid : g_to_reap) {
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+  g_to_reap.clear();
+}
 
 // Empties the scratch directory without following any link in it (a link
 // planted by a candidate is removed, never its target). Refuses a scratch
@@ -138,8 +151,10 @@ int CandidateBody(const WorkerMainOptions& options, python::Packed message, int 
     }
   }
   if (!WriteFrame(reply_fd, std::move(reply.value), reply.blobs)) return 76;
-  (void)!write(done_fd, "d", 1);  // the worker may forward the reply now, before this process's teardown
-  return 0;
+  // The worker may forward the reply now. Wait here to be stopped and
+  // killed: an exit would make the worker wait for this process's teardown.
+  if (write(done_fd, "d", 1) != 1) return 0;
+  while (true) pause();
 }
 
 // Reads and checks the frame a candidate left in `memfd`. Returns false
@@ -354,6 +369,7 @@ bool ServeOne(const WorkerMainOptions& options, const nlohmann::json& request, p
     } catch (const std::exception& fork_error) {
       spdlog::warn("{}", fork_error.what());  // the next request forks on demand
     }
+    ReapKilled();
     ChildEnd end = WaitForChild(current.pid, deadline_s, started, current.done_fd);
     if (end.stopped) stopped = current.pid;  // discarded once its reply is on its way
     current.pid = -1;
@@ -373,7 +389,10 @@ bool ServeOne(const WorkerMainOptions& options, const nlohmann::json& request, p
   header["nonce"] = request.value("nonce", "");
   bool sent = WriteLine(kReplyFd, header.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) &&
               SendFromFile(kReplyFd, current.reply_fd, blobs_at, blobs_size);
-  if (stopped > 0) Discard(stopped);  // its teardown overlaps the host's judging
+  if (stopped > 0) {
+    kill(stopped, SIGKILL);  // its teardown overlaps the host's judging; reaped at the next request
+    g_to_reap.push_back(stopped);
+  }
   Retire(&current);
   return sent;
 }
@@ -489,6 +508,7 @@ int WorkerMain(const WorkerMainOptions& options) {
     if (!ServeOne(options, request, std::move(message), &spare)) break;
   }
   Retire(&spare);
+  ReapKilled();
   return 0;
 }
 
