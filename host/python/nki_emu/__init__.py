@@ -17,7 +17,7 @@ import types
 
 import numpy as np
 
-from . import blas_threads, coverage, isa, language, namespaces, runtime  # noqa: F401 - isa, language: loaded with the package
+from . import blas_threads, coverage, isa, language, namespaces, runtime, tensor  # noqa: F401 - isa, language: loaded with the package
 from . import typing as nki_typing
 from .aliases import install as _install_aliases
 from .errors import NKICompileError, UnwrittenOutputError, fail
@@ -47,7 +47,7 @@ class RunResult:
 
 def install():
     """Makes ``neuronxcc.nki``/``nki`` (+ ``.language``, ``.isa``, ``.typing``) importable."""
-    _install_aliases()
+    _install_aliases(nki_module)
 
 
 def _kernel_function(kernel):
@@ -74,8 +74,8 @@ def _bind_args(fn, args):
         name = param.name if param is not None else f"arg{i}"
         ann = param.annotation if param is not None else None
         if isinstance(a, np.ndarray):
-            mutable = isinstance(ann, nki_typing._Annotation) and ann.mutable
-            if isinstance(ann, nki_typing._Annotation) and ann.shape is not None and tuple(ann.shape) != a.shape:
+            mutable = isinstance(ann, nki_typing.Annotation) and ann.mutable
+            if isinstance(ann, nki_typing.Annotation) and ann.shape is not None and tuple(ann.shape) != a.shape:
                 fail("err_annotation_shape_mismatch",
                      f"shape of `{name}[{', '.join(map(str, a.shape))}]` does not match the expected shape "
                      f"of [{', '.join(map(str, ann.shape))}]")
@@ -119,8 +119,7 @@ def _execute_locked(kernel, args, kwargs, target, tracer, compute):
         return fn(*args, **kwargs)
     run_state = runtime.Run(target, tracer, compute)
     runtime.push(run_state)
-    from . import tensor as _tensor
-    _tensor._OWNERS.clear()
+    tensor.forget_owners()
     try:
         with np.errstate(all="ignore"), blas_threads.single_threaded():
             bound = _bind_args(fn, list(args))
@@ -130,7 +129,7 @@ def _execute_locked(kernel, args, kwargs, target, tracer, compute):
         coverage.check_outputs(result, bound)
     finally:
         runtime.pop()
-        _tensor._OWNERS.clear()
+        tensor.forget_owners()
     return _to_numpy(result)
 
 

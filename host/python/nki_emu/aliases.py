@@ -10,21 +10,22 @@ inside kernel bodies.
 import sys
 import types
 
+from .namespaces import ISA, LANGUAGE, TYPING
 
-def install():
-    """Idempotently places the alias modules into ``sys.modules``."""
-    import nki_emu
-    from .namespaces import ISA, LANGUAGE, TYPING
 
+def install(nki_module):
+    """Idempotently places the alias modules into ``sys.modules``; ``nki_module`` is the
+    module object that ``neuronxcc.nki`` and ``nki`` name (``nki_emu.nki_module``)."""
     if getattr(sys.modules.get("neuronxcc"), "__nki_emu__", False):
         return
     root = types.ModuleType("neuronxcc")
     root.__nki_emu__ = True
     root.__path__ = []
-    root.nki = nki_emu.nki_module
+    root.nki = nki_module
+    nki_module.__nki_emu__ = True  # the top-level ``nki`` alias must not pass for the real SDK (>= 2.28)
     sys.modules["neuronxcc"] = root
     for prefix in ("neuronxcc.nki", "nki"):
-        sys.modules[prefix] = nki_emu.nki_module
+        sys.modules[prefix] = nki_module
         sys.modules[prefix + ".language"] = LANGUAGE
         sys.modules[prefix + ".isa"] = ISA
         sys.modules[prefix + ".typing"] = TYPING

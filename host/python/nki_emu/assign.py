@@ -10,8 +10,9 @@ import math
 
 import numpy as np
 
-from . import ops, runtime, trace
+from . import ops, runtime, tensor, trace
 from .errors import fail
+from .operands import check_psum_tile, check_scope, space
 from .tensor import NkiTensor, update_in_place, values, write
 
 _ACCUMULATED = -1  # NkiTensor.version marker of a view updated in place by +=
@@ -65,7 +66,6 @@ def assign(dest, value):
         return
     if isinstance(value, NkiTensor):
         _check_shapes(dest, value.shape)
-        check_psum_tile, check_scope = _language_checks()
         if value.buffer in ("sbuf", "psum"):
             check_scope(value)
         producer_op = getattr(getattr(value, "producer", None), "op", None)
@@ -74,7 +74,7 @@ def assign(dest, value):
         if value.buffer not in ("sbuf", "psum") and dest.buffer in ("sbuf", "psum"):
             fail("err_unsupported_memory",
                  f"Expected operand 'value' of 'assignment' to be in address space 'psum|sbuf', "
-                 f"but got a tile in '{_space(value)}' instead.")
+                 f"but got a tile in '{space(value)}' instead.")
         write(dest, values(value), value.valid)
         trace.assigned(value, dest)
     else:
@@ -82,21 +82,6 @@ def assign(dest, value):
         trace.compute("memset", "vector", [], dest, _free(dest))
     if run is not None and dest.layout is not None:
         run.check_output_dependency(dest.root, dest.layout)
-
-
-_CHECKS = []
-
-
-def _language_checks():
-    """(check_psum_tile, check_scope) of nki_emu.language, which imports this module."""
-    if not _CHECKS:
-        from .language import check_psum_tile, check_scope
-        _CHECKS.extend((check_psum_tile, check_scope))
-    return _CHECKS
-
-
-def _space(t):
-    return "hbm" if t.buffer not in ("sbuf", "psum") else t.buffer
 
 
 def accumulate(dest, value, op):
@@ -114,3 +99,6 @@ def accumulate(dest, value, op):
     trace.accumulated(dest, value if isinstance(value, NkiTensor) else None, is_matmul)
     if not dest.is_root:
         dest.version = _ACCUMULATED
+
+
+tensor.bind_operators(assign=assign, accumulate=accumulate)

@@ -8,6 +8,8 @@ import functools
 import os
 import sys
 
+from . import runstack
+
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -34,7 +36,7 @@ def _inside_package(filename):
     return os.path.abspath(filename).startswith(_PKG_DIR + os.sep)
 
 
-def _user_frame():
+def user_frame():
     """Returns (filename, lineno) of the innermost frame outside nki_emu.
 
     Runs for every allocation (tensor names), so the path test is cached
@@ -74,10 +76,9 @@ def fail(code, message):
     again when the kernel returns: neuronxcc refuses a kernel before it runs, so a
     kernel cannot catch a refusal and go on (nor use refusals that depend on data,
     such as an out-of-bound indirect index, as an oracle)."""
-    filename, lineno = _user_frame()
+    filename, lineno = user_frame()
     exc = NKICompileError(code, message, filename, lineno)
-    from . import runtime  # imports this module
-    run = runtime.current()
+    run = runstack.current()
     if run is not None and run.error is None:
         run.error = exc
     raise exc

@@ -9,8 +9,8 @@ import numpy as np
 
 from . import dtypes, ops, runtime, trace
 from .errors import fail
-from .indexing import mask_array
-from .language import _result, free_size, on_chip, values
+from .index_expr import mask_array
+from .operands import free_size, on_chip, result as _result, values
 from .tensor import NkiTensor
 from .tensor import values as tensor_values, write as tensor_write
 
@@ -49,7 +49,7 @@ class dge_mode(enum.IntEnum):
 
 
 def get_nc_version():
-    from . import runtime
+    """``nisa.get_nc_version()``: gen3 while a trn2 run is active, else gen2."""
     run = runtime.current()
     return nc_version.gen3 if run is not None and run.target == "trn2" else nc_version.gen2
 

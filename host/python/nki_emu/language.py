@@ -8,13 +8,15 @@ import sys
 
 import numpy as np
 
-from . import dtypes, ops, runtime, trace
+from . import dtypes, ops, runtime, tensor, trace
 from .assign import LoopReduceResult
 from .dtypes import (bfloat16, bool_, float8_e4m3, float8_e5m2, float16, float32, int8, int16,  # noqa: F401
                      int32, tfloat32, uint8, uint16, uint32)
 from .errors import fail
-from .indexing import arange, mask_array, mgrid  # noqa: F401
-from .tensor import HBM_BUFFERS, NkiTensor, par_dim  # noqa: F401
+from .index_expr import arange, mask_array, mgrid  # noqa: F401
+from .operands import dtype_of as _dtype_of, free_size, is_tile as _is_tile, on_chip, result as _result
+from .operands import space as _space, values
+from .tensor import HBM_BUFFERS, MAX_PARTITIONS as _PMAX, NkiTensor, par_dim  # noqa: F401
 from .tensor import values as tensor_values, write as tensor_write
 
 
@@ -33,8 +35,8 @@ shared_hbm, private_hbm, hbm = _Buffer("shared_hbm"), _Buffer("private_hbm"), _B
 
 
 class tile_size:
-    """Hardware tile limits [D S3 programming model / isa docs; spec 2.5]."""
-    pmax = 128
+    """Hardware tile limits (docs/nki-facts.md §3.1)."""
+    pmax = _PMAX
     psum_fmax = 512
     gemm_stationary_fmax = 128
     gemm_moving_fmax = 512
@@ -138,109 +140,6 @@ def device_print(prefix, x, **_kwargs):
         _PRINT_STREAM.flush()
     except (OSError, ValueError, AttributeError):
         pass  # a closed or missing stream: printing is best effort
-
-
-# --- helpers ----------------------------------------------------------------------------
-def _space(t):
-    return "hbm" if t.buffer in HBM_BUFFERS else t.buffer
-
-
-PSUM_BANK_BYTES = 2048  # per partition: 8 banks x 2 KiB [D S3 arch guide]
-
-
-def check_scope(x):
-    """err_local_variable_used_out_of_scope: ``x`` was created inside a loop that has exited
-    (spec 2.4 / 4.15; only nl.*_range loops are visible to the emulator)."""
-    scope = getattr(x.root, "scope", None)
-    if scope is not None and scope.done:
-        fail("err_local_variable_used_out_of_scope",
-             f"Local variable '{_var_name(x)}' is referenced outside of its parent scope (loop).")
-
-
-def _var_name(x):
-    import os
-    import sys
-    pkg = os.path.dirname(os.path.abspath(__file__)) + os.sep
-    frame = sys._getframe(2)
-    while frame is not None:
-        if os.path.abspath(frame.f_code.co_filename).startswith(pkg):
-            frame = frame.f_back
-            continue
-        for name, value in frame.f_locals.items():
-            if value is x:
-                return name
-        frame = frame.f_back
-    return x.root.name
-
-
-def check_start_partition(x, api):
-    """Start-partition rule of compute-engine access patterns (spec 4.12 [D S3 arch]):
-    P > 64 must start at 0, 32 < P <= 64 at 0 or 64, P <= 32 at 0/32/64/96."""
-    from .tensor import start_partition
-    start = start_partition(x)
-    if start == 0:
-        return
-    p = x.shape[0]
-    allowed = (0,) if p > 64 else (0, 64) if p > 32 else (0, 32, 64, 96)
-    if start not in allowed:
-        fail("err_unsupported_start_partition",
-             f"Access of {p} partitions of tensor '{x.root.name}' in '{api}' starts at partition {start}; "
-             f"the start partition must be one of {list(allowed)}.")
-
-
-def check_psum_tile(x, api, param):
-    """A PSUM tile must fit one 2 KiB bank per partition (spec 4.2, TC#2)."""
-    if x.buffer == "psum":
-        nbytes = free_size(x.shape) * x.itemsize
-        if nbytes > PSUM_BANK_BYTES:
-            fail("err_psum_tile_exceed_bank_size",
-                 f"PSUM tile '{param}[{', '.join(map(str, x.shape))}]' of '{api}' uses {nbytes} bytes per "
-                 f"partition, exceeding the {PSUM_BANK_BYTES}-byte PSUM bank (psum_fmax = 512 fp32).")
-
-
-def on_chip(x, param, api):
-    """Checks that tile ``x`` is a usable SBUF/PSUM operand of a compute instruction:
-    address space (err_unsupported_memory, spec 4.4), partition count (4.1), scope (4.15),
-    start partition (4.12) and PSUM bank size (4.2)."""
-    if isinstance(x, NkiTensor) and x.buffer not in HBM_BUFFERS:
-        check_scope(x)
-        if api not in ("load", "store"):
-            check_start_partition(x, api)
-            check_psum_tile(x, api, param)
-    if isinstance(x, NkiTensor) and x.buffer in HBM_BUFFERS:
-        fail("err_unsupported_memory",
-             f"Expected operand '{param}' of '{api}' to be in address space 'psum|sbuf', "
-             f"but got a tile in '{_space(x)}' instead.")
-    if isinstance(x, NkiTensor) and x.shape and x.shape[0] > tile_size.pmax:
-        fail("err_num_partition_exceed_arch_limit",
-             f"number of partitions {x.shape[0]} exceed architecture limitation of {tile_size.pmax}.")
-    return x
-
-
-def values(x):
-    """NumPy values of a tile or scalar (rank-1 tiles as (P, 1))."""
-    if isinstance(x, NkiTensor):
-        return tensor_values(x)
-    return x
-
-
-def free_size(shape):
-    return math.prod(shape[1:]) if len(shape) > 1 else 1
-
-
-def _dtype_of(x):
-    return x.dtype if isinstance(x, NkiTensor) else dtypes.scalar_dtype(x)
-
-
-def _result(vals, dtype, buffer="sbuf", mask=None):
-    vals = np.asarray(vals)
-    if vals.ndim == 0:
-        vals = vals.reshape(1, 1)
-    return NkiTensor.fresh(vals, dtype, buffer, valid=mask_array(mask, vals.shape if vals.ndim > 1 else (vals.size, 1)))
-
-
-def _is_tile(x):
-    return isinstance(x, NkiTensor)
 
 
 # --- data movement ----------------------------------------------------------------------
@@ -466,3 +365,6 @@ def matmul(x, y, transpose_x=False, mask=None, **_kwargs):
     trace.compute("nc_matmul", "tensor", [x, y], out, n_mov, n_stationary=m, fp32=True,
                   flops=2 * k_x * m * n_mov)
     return out
+
+
+tensor.bind_operators(elementwise=elementwise, broadcast_to=broadcast_to, copy=copy, expand_dims=expand_dims)

@@ -16,12 +16,11 @@ from . import typing as nki_typing
 
 # Public-looking names of the implementation modules that are emulator internals.
 INTERNAL = {
-    "language": frozenset({"HBM_BUFFERS", "LoopReduceResult", "NkiTensor", "PSUM_BANK_BYTES", "check_psum_tile",
-                           "check_scope", "check_start_partition", "elementwise", "fail", "free_size",
+    "language": frozenset({"HBM_BUFFERS", "LoopReduceResult", "NkiTensor", "elementwise", "fail", "free_size",
                            "mask_array", "on_chip", "tensor_values", "tensor_write", "values"}),
     "isa": frozenset({"NkiTensor", "fail", "free_size", "mask_array", "on_chip", "tensor_values",
                       "tensor_write", "values"}),
-    "typing": frozenset(),
+    "typing": frozenset({"Annotation"}),
 }
 
 

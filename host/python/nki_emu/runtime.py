@@ -5,9 +5,9 @@ made outside a run still work (eager NumPy semantics) but are not traced.
 """
 import sys
 
+from . import liveness
 from .errors import fail
-
-_STACK = []
+from .runstack import computing, current, pop, push  # noqa: F401 - runtime's public run-stack API
 
 
 class Loop:
@@ -82,25 +82,6 @@ def _loop_name(loop):
     return "affine"
 
 
-def current():
-    """The active Run, or None."""
-    return _STACK[-1] if _STACK else None
-
-
-def computing():
-    """False inside a cost-only run (``nki_emu.run(..., compute=False)``): the expensive
-    arithmetic (matmuls, scans) is skipped and produces zeros."""
-    return not _STACK or _STACK[-1].compute
-
-
-def push(run):
-    _STACK.append(run)
-
-
-def pop():
-    _STACK.pop()
-
-
 def loop_range(kind, args, frame=None):
     """Generator behind the nl.*_range functions; yields LoopIndex values.
 
@@ -112,7 +93,6 @@ def loop_range(kind, args, frame=None):
     loop = Loop(kind)
     releases = None
     if run is not None and frame is not None:
-        from . import liveness
         releases = liveness.plan_for(frame.f_code, frame.f_lineno)
     if run is not None:
         run.loops.append(loop)
@@ -122,7 +102,6 @@ def loop_range(kind, args, frame=None):
         for value in rng:
             loop.iteration = value
             if releases and bound is None:
-                from . import liveness
                 bound = liveness.bind(frame, releases)
             yield make_index(value, loop, first)
             first = False

@@ -24,9 +24,9 @@ import weakref
 
 import numpy as np
 
-from . import dtypes, runtime
-from .errors import _user_frame, fail
-from .indexing import Gather, Layout, gather_flat, gather_inb, gather_oob_message, hide_indices, resolve
+from . import dtypes, runstack
+from .errors import fail, user_frame
+from .layout import Gather, Layout, gather_flat, gather_inb, gather_oob_message, hide_indices, resolve
 
 HBM_BUFFERS = ("shared_hbm", "private_hbm", "hbm")
 ON_CHIP = ("sbuf", "psum")
@@ -81,7 +81,7 @@ class NkiTensor:
     ``buffer``: "shared_hbm"/"private_hbm"/"hbm"/"sbuf"/"psum"; ``dtype``: NumPy
     dtype or dtypes.NkiDType; ``shape``: tuple; ``root``: the owning tensor;
     ``layout``: Layout of this view in the root (element units) or None when
-    ``gather`` (indexing.Gather) is used. ``producer``: trace record of the
+    ``gather`` (layout.Gather) is used. ``producer``: trace record of the
     instruction that computed a fresh result; ``valid``: boolean mask of the
     elements a masked instruction produced (None = all).
     """
@@ -137,13 +137,13 @@ class NkiTensor:
         _set_blocks(t, blocks)
         _set_cow(t, False)
         _set_written(t, np.full(shape, False) if track_writes else None)  # np.full: see `data` above
-        run = runtime.current()
+        run = runstack.current()
         t.depth = len(run.loops) if run is not None else 0
         t.scope = run.loops[-1] if (run is not None and run.loops) else None
         t.site = None
         if run is not None and run.tracer is not None and buffer in ON_CHIP:
             # allocation site for the cost model's buffer rings: source line + loop kind
-            filename, lineno = _user_frame()
+            filename, lineno = user_frame()
             kind = run.loops[-1].kind if run.loops else "sequential"
             t.site = (filename, lineno, "sequential" if kind == "sequential" else "affine")
         return t
@@ -246,7 +246,7 @@ class NkiTensor:
         return view
 
     def __setitem__(self, key, value):
-        _assign_module().assign(self[key], value)
+        _assign(self[key], value)
 
     def reshape(self, shape):
         """HBM view with a new shape (no copy); spec 2.2."""
@@ -262,25 +262,24 @@ class NkiTensor:
         return self._view(Layout(self.layout.offset, shape, tuple(reversed(strides))))
 
     def broadcast_to(self, shape):
-        from . import language
-        return language.broadcast_to(self, shape)
+        """``nl.broadcast_to(self, shape)``: a new SBUF tile (see nki_emu.language)."""
+        return _broadcast_to(self, shape)
 
     def astype(self, dtype):
-        from . import language
-        return language.copy(self, dtype=dtype)
+        """``nl.copy(self, dtype=dtype)``: a new SBUF tile cast to ``dtype``."""
+        return _copy(self, dtype=dtype)
 
     def expand_dims(self, axis):
-        from . import language
-        return language.expand_dims(self, axis)
+        """``nl.expand_dims(self, axis)``: a new tile with a length-1 axis inserted."""
+        return _expand_dims(self, axis)
 
     def view(self, dtype):
         return NkiTensor.fresh(values(self).view(dtypes.storage(dtype)), dtype, self.buffer)
 
     # --- operators ------------------------------------------------------------------
     def _binop(self, other, op, reverse=False):
-        from . import language
         a, b = (other, self) if reverse else (self, other)
-        return language.elementwise(op, a, b, operator=True)
+        return _elementwise(op, a, b, operator=True)
 
     def __add__(self, o):
         return self._binop(o, np.add)
@@ -310,7 +309,7 @@ class NkiTensor:
         return self._binop(-1.0, np.multiply)
 
     def _inplace(self, other, op):
-        _assign_module().accumulate(self, other, op)
+        _accumulate(self, other, op)
         return self
 
     def __iadd__(self, o):
@@ -350,16 +349,34 @@ _cow_of, _set_cow = _hide("_cow")
 _written_of, _set_written = _hide("_written")
 
 
-_LAZY = {}  # modules that import this one, imported on first use (a function-level
-# `from . import x` costs ~1 us per call in the hot path)
+# --- operator dispatch table -------------------------------------------------------------
+# The operators of NkiTensor are NKI instructions implemented by modules that import this
+# one: nki_emu.language (element-wise ops, conversions) and nki_emu.assign (``t[k] = v``,
+# ``t op= v``). They fill this table once, at import, through bind_operators(); the package
+# imports both before any kernel runs. The entries are module globals, so a call costs one
+# global lookup (a function-level import cost ~1 us per operator) and the worker's
+# integrity snapshot (docs/isolation.md, rule R5) sees any rebinding.
+_OPERATORS = ("elementwise", "broadcast_to", "copy", "expand_dims", "assign", "accumulate")
 
 
-def _assign_module():
-    module = _LAZY.get("assign")
-    if module is None:
-        from . import assign as module
-        _LAZY["assign"] = module
-    return module
+def _unbound(*_args, **_kwargs):
+    raise RuntimeError("NkiTensor operators are not bound: import nki_emu (it loads nki_emu.language "
+                       "and nki_emu.assign, which implement them)")
+
+
+_elementwise = _broadcast_to = _copy = _expand_dims = _assign = _accumulate = _unbound
+
+
+def bind_operators(**implementations):
+    """Fills the operator dispatch table. Keys: ``elementwise(op, a, b, operator=True)``
+    (``+ - * /``, unary minus), ``broadcast_to(t, shape)``, ``copy(t, dtype=)``
+    (``astype``), ``expand_dims(t, axis)``, ``assign(view, value)`` (``t[k] = v``) and
+    ``accumulate(view, value, op)`` (``t op= v``). Raises KeyError for another name."""
+    table = globals()
+    for name, function in implementations.items():
+        if name not in _OPERATORS:
+            raise KeyError(f"unknown NkiTensor operator {name!r}; expected one of {_OPERATORS}")
+        table["_" + name] = function
 
 
 _NO_HOST_ACCESS = ("NKI tensors have no host-side values: kernels read and write them only through "
@@ -367,6 +384,12 @@ _NO_HOST_ACCESS = ("NKI tensors have no host-side values: kernels read and write
 
 
 # --- storage (emulator-internal) ------------------------------------------------------
+def forget_owners():
+    """Forgets which fresh results own their arrays (the zero-copy adoption candidates);
+    :func:`nki_emu.run` calls it when a run starts and ends."""
+    _OWNERS.clear()
+
+
 def blocks_of(root):
     """{block index: flat array} of a block-dim root whose blocks are not made dense yet,
     else None (internal: never hand it to a kernel)."""

@@ -4,11 +4,11 @@ Every emulated instruction calls one of these functions after computing its
 values; they do nothing when no run is active or the run has trace=False.
 The tracer itself lives in ``nki_emu.cost.tracer``.
 """
-from . import runtime
+from . import runstack
 
 
 def _tracer():
-    run = runtime.current()
+    run = runstack.current()
     return None if run is None else run.tracer
 
 

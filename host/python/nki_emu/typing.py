@@ -7,7 +7,7 @@ checked at call time (``err_annotation_shape_mismatch``).
 """
 
 
-class _Annotation:
+class Annotation:
     """Result of ``nt.tensor[...]``; ``shape`` (tuple or None), ``dtype`` and ``mutable``."""
 
     def __init__(self, mutable, shape=None, dtype=None):
@@ -19,13 +19,13 @@ class _Annotation:
         if key and isinstance(key[0], (tuple, list)):
             shape = tuple(key[0])
         dtype = next((k for k in key if not isinstance(k, (int, tuple, list))), None)
-        return _Annotation(self.mutable, shape, dtype)
+        return Annotation(self.mutable, shape, dtype)
 
     def __repr__(self):
         kind = "mutable_tensor" if self.mutable else "tensor"
         return f"nt.{kind}[{self.shape}, {self.dtype}]"
 
 
-tensor = _Annotation(False)
-mutable_tensor = _Annotation(True)
+tensor = Annotation(False)
+mutable_tensor = Annotation(True)
 scalar = object()

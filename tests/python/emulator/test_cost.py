@@ -305,7 +305,8 @@ def test_masked_tail_loads_have_stable_keys_so_profiles_repeat():
     # out-of-bound (masked) loads are gathers; their residency key must describe the access,
     # not the Python object (ids are reused, which made repeated runs differ)
     import nki_emu
-    from nki_emu.indexing import arange, gather_signature, resolve
+    from nki_emu.index_expr import arange
+    from nki_emu.layout import gather_signature, resolve
     nki_emu.install()
     import neuronxcc.nki.language as nl
 

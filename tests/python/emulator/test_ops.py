@@ -187,7 +187,7 @@ def test_block_dim_tensors_are_lazy_and_adopted_blocks_copy_on_write():
 
 def test_mask_that_holds_everywhere_or_nowhere_is_decided_without_arrays():
     # Predicate.constant must agree with the evaluated mask whenever it decides.
-    from nki_emu.indexing import arange, mask_array
+    from nki_emu.index_expr import arange, mask_array
     rng = np.random.default_rng(3)
     p, f = arange(128)[:, None], arange(512)[None, :]
     decided = 0

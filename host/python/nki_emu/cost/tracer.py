@@ -25,7 +25,7 @@ import math
 import numpy as np
 
 from . import formulas, metrics, targets
-from ..indexing import gather_flat, gather_inb, gather_signature
+from ..layout import gather_flat, gather_inb, gather_signature
 from .residency import Residency
 from .scheduler import HBM_CHUNK, Scheduler
 
