@@ -9,7 +9,7 @@ cost-only fast path (``nki_emu.run(..., compute=False)``; ``--compute`` does
 the arithmetic too) and its instruction records are replayed on the trn1
 target; ``--cache DIR`` keeps the records (pickles) so that later calls with
 other ``--set`` knob values (fields of ``nki_emu.cost.targets.Target``) only
-replay. Prints per kernel: measured latency (spec 5.1, AccelOpt
+replay. Prints per kernel: measured latency (nki-facts §5.1, AccelOpt
 experiments/full_complete_local/profile_results.csv), the estimate (ms), the
 error in percent, measured vs estimated HBM read/write MB, % of AccelOpt's peak
 (accelopt.peak) for both, and then the median and worst |error| and the
@@ -33,7 +33,7 @@ try:
 except ImportError:  # pragma: no cover - other engineer's module
     peak_model = None
 
-# name: (latency ms, HBM read MB, HBM write MB) [M spec 5.1]
+# name: (latency ms, HBM read MB, HBM write MB) [M nki-facts §5.1]
 MEASURED = {
     "swiglu": (4.222, 141.6, 83.9), "matmul_add_rmsnorm": (2.667, 98.1, 33.6),
     "add_rmsnorm_matmul": (1.222, 42.0, 33.6), "matmul": (35.200, 9059.8, 201.3),
@@ -122,7 +122,7 @@ def _percent_of_peak(name, entry, ms):
         return float("nan")
 
 
-# Hold-out (not used for fitting), spec 5.3: NKI fused-Mamba tutorial, mamba_v1 (= the NKIBench
+# Hold-out (not used for fitting), nki-facts §5.3: NKI fused-Mamba tutorial, mamba_v1 (= the NKIBench
 # mamba kernel) at (seq, channels, state) -> measured ms [D-M S3 tutorials/fused_mamba.rst]
 HOLDOUT_MAMBA = ((512, 256, 16, 0.17293), (512, 4096, 16, 2.34))
 

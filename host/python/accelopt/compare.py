@@ -1,4 +1,4 @@
-"""Correctness judgement of one seed (accelopt-behavior §2.3, with its defects fixed).
+"""Correctness judgement of one seed (accelopt-facts §2.3, with its defects fixed).
 
 Pass iff ``||out - ref||_2 < rel_tol * ||ref||_2`` (norms in float64) for every
 output. Differences from AccelOpt: output-count and shape problems, and

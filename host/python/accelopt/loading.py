@@ -63,7 +63,7 @@ def load_module(path, role):
 
 
 def load_reference(path):
-    """Loads a NKIBench reference module (the four functions of accelopt-behavior §5.4).
+    """Loads a NKIBench reference module (the four functions of accelopt-facts §5.4).
 
     Raises HarnessError(reference_error) if the file cannot be executed or a
     required function is missing.

@@ -1,4 +1,4 @@
-"""AccelOpt's best-achievable latency model (accelopt-behavior §5.5, nki-emulator §3.7).
+"""AccelOpt's best-achievable latency model (accelopt-facts §5.5, nki-facts §3.7).
 
 ``t_peak = max(vec_flops / PEAK_VEC, mm_flops / PEAK_MM, bytes / PEAK_BW)``
 (perfect overlap; scalar-constant ops excluded; all data fp32). The bound is
@@ -7,7 +7,7 @@ the argmax: "vec", "mm" or "memory".
 Constants per NeuronCore:
   trn1 (AccelOpt's own): BW 410 GiB/s, vector+scalar 2*128 lanes @ 1.12 GHz,
        TensorE fp32 23.75 TFLOP/s.
-  trn2 (UNVALIDATED: AccelOpt publishes none; nki-emulator §3.1 documented
+  trn2 (UNVALIDATED: AccelOpt publishes none; nki-facts §3.1 documented
        per-core figures): BW 2.9 TB/s / 8 = 362.5 GB/s, 2*128 lanes @ 0.96 GHz,
        TensorE fp32 20 TFLOP/s.
 """

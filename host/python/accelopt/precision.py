@@ -1,4 +1,4 @@
-"""The float16 rule (accelopt-behavior §2.3), with a real comment stripper.
+"""The float16 rule (accelopt-facts §2.3), with a real comment stripper.
 
 AccelOpt strips ``#.*`` with a regex (which also eats ``#`` inside strings)
 and then rejects any remaining ``float16`` substring. Here comments are removed

@@ -1,6 +1,6 @@
 """``profile_kernel``: correctness over seeds, then latency (docs/architecture.md).
 
-Semantics follow AccelOpt's ``NKIKernel.profile`` (accelopt-behavior §2.2/§2.3)
+Semantics follow AccelOpt's ``NKIKernel.profile`` (accelopt-facts §2.2/§2.3)
 with its defects fixed: compile, runtime, shape, NaN/Inf, tolerance,
 precision, reference and timing failures are separate error kinds; profiling
 metrics come from the timed run; nothing raises out of ``profile_kernel``.

@@ -4,11 +4,12 @@ Public API (stable contract, docs/architecture.md "NKI emulator"):
 
 * :func:`install` registers ``neuronxcc``/``nki`` module aliases (idempotent).
 * :func:`run` executes a kernel on NumPy arrays and returns a :class:`RunResult`
-  with the outputs and an estimated Trainium profile (spec section 3).
+  with the outputs and an estimated Trainium profile (nki-facts §3).
 * :func:`jit`, :func:`baremetal`, :func:`simulate_kernel`, :func:`benchmark`
-  mirror the ``nki`` entry points (spec 2.7).
+  mirror the ``nki`` entry points (nki-facts §2.7).
 
-Refusals raise :class:`nki_emu.errors.NKICompileError`.
+Refusals raise :class:`nki_emu.errors.NKICompileError`. "nki-facts §N" in this
+package cites docs/nki-facts.md (the NKI and Trainium facts, with their public sources).
 """
 import functools
 import inspect
@@ -176,7 +177,7 @@ class JitKernel:
 
 
 def jit(func=None, mode="auto", **options):
-    """``@nki.jit`` / ``@nki.jit(mode=...)`` (spec 2.7)."""
+    """``@nki.jit`` / ``@nki.jit(mode=...)`` (nki-facts §2.7)."""
     if func is None:
         return lambda f: JitKernel(f, mode, **options)
     return JitKernel(func, mode, **options)

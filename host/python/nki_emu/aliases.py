@@ -1,4 +1,4 @@
-"""Registers the emulator under the module names kernels import (spec 1.1, 1.2).
+"""Registers the emulator under the module names kernels import (nki-facts §1.1, 1.2).
 
 ``neuronxcc``, ``neuronxcc.nki`` (+ ``.language``, ``.isa``, ``.typing``) and
 ``nki`` (+ ``.language``, ``.isa``, ``.typing``) all map to the one

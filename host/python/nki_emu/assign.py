@@ -1,6 +1,6 @@
 """Assignment semantics: ``dst[idx] = tile``, ``dst[idx] += tile``, ``nl.loop_reduce``.
 
-Spec 2.1/2.5: assignment writes through (NumPy broadcasting of the source to
+nki-facts §2.1/2.5: assignment writes through (NumPy broadcasting of the source to
 the destination; a destination smaller than the source is
 ``err_store_dst_shape_smaller_than_other_shape``); ``+=`` into PSUM with a
 matmul result accumulates in fp32; ``loop_reduce`` combines with the

@@ -1,6 +1,6 @@
 """NKI data types on NumPy.
 
-Supported dtypes follow ``nki.api.shared.rst`` (SDK 2.24, spec section 2.8).
+Supported dtypes follow ``nki.api.shared.rst`` (SDK 2.24, nki-facts §2.8).
 ``bfloat16`` and ``tfloat32`` have no NumPy type here (Debian ships no
 ``ml_dtypes``); they are stored in float32 arrays and every value written to
 them is rounded to the narrower mantissa, round-to-nearest-even on the fp32
@@ -113,7 +113,7 @@ def round_to(values, dtype):
 
 
 def promote(a, b):
-    """Result dtype of a binary op on dtypes a, b (spec 2.8; fp16+bf16 -> fp32)."""
+    """Result dtype of a binary op on dtypes a, b (nki-facts §2.8; fp16+bf16 -> fp32)."""
     a, b = resolve(a), resolve(b)
     if a is None:
         return b
@@ -138,7 +138,7 @@ def promote(a, b):
 
 
 def scalar_dtype(value):
-    """Weak type of a Python/NumPy scalar (spec 2.8: int32, float32, uint8)."""
+    """Weak type of a Python/NumPy scalar (nki-facts §2.8: int32, float32, uint8)."""
     if isinstance(value, np.generic):
         return value.dtype
     if isinstance(value, bool):

@@ -2,7 +2,7 @@
 
 The error codes and message texts follow the NKI error reference of the AWS
 Neuron SDK 2.24 (``general/nki/api/nki.errors.rst``), as summarised in
-/work/shared/specs/nki-emulator.md section 4.
+docs/nki-facts.md §4.
 """
 import functools
 import os

@@ -1,6 +1,6 @@
 """``neuronxcc.nki.isa`` on NumPy.
 
-Semantics per spec section 2.6 (SDK 2.24 ``nki.isa`` docstrings); the
+Semantics per nki-facts §2.6 (SDK 2.24 ``nki.isa`` docstrings); the
 estimated cycle formulas they quote are in ``nki_emu.cost.formulas``.
 """
 import enum
@@ -93,7 +93,7 @@ def _nd(v, ndim):
 # --- TensorE ----------------------------------------------------------------------------
 def nc_matmul(stationary, moving, is_stationary_onezero=False, is_moving_onezero=False,
               is_transpose=False, tile_position=(), tile_size=(), mask=None, **_kwargs):
-    """``stationary.T @ moving`` into a new PSUM tile, fp32 accumulation (spec 2.6, 4.3)."""
+    """``stationary.T @ moving`` into a new PSUM tile, fp32 accumulation (nki-facts §2.6, 4.3)."""
     on_chip(stationary, "stationary", "nc_matmul")
     on_chip(moving, "moving", "nc_matmul")
     for t, name in ((stationary, "stationary"), (moving, "moving")):
@@ -124,7 +124,7 @@ def nc_matmul(stationary, moving, is_stationary_onezero=False, is_moving_onezero
 
 
 def nc_transpose(data, mask=None, dtype=None, engine=engine.unknown, **_kwargs):
-    """Partition<->free transpose; TensorE up to 128x128, VectorE up to 32x32 (spec 2.6)."""
+    """Partition<->free transpose; TensorE up to 128x128, VectorE up to 32x32 (nki-facts §2.6)."""
     on_chip(data, "data", "nc_transpose")
     p, f = data.shape[0], free_size(data.shape)
     eng = _engine_name(engine, "tensor" if (p > 32 or f > 32) else "vector")
@@ -142,7 +142,7 @@ def nc_transpose(data, mask=None, dtype=None, engine=engine.unknown, **_kwargs):
 # --- ScalarE ----------------------------------------------------------------------------
 def activation(op, data, bias=None, scale=1.0, reduce_op=None, reduce_res=None,
                reduce_cmd=reduce_cmd.idle, mask=None, dtype=None, **_kwargs):
-    """``op(data * scale + bias)`` on ScalarE, fp32 math (spec 2.6, 4.7)."""
+    """``op(data * scale + bias)`` on ScalarE, fp32 math (nki-facts §2.6, 4.7)."""
     on_chip(data, "data", "activation")
     p = data.shape[0]
     gen2 = get_nc_version() == nc_version.gen2
@@ -189,7 +189,7 @@ _SCALAR_OK = {"multiply", "add", "subtract"}
 
 def tensor_scalar(data, op0, operand0, reverse0=False, op1=None, operand1=None, reverse1=False,
                   dtype=None, mask=None, engine=engine.unknown, **_kwargs):
-    """``(data op0 operand0) op1 operand1`` with scalar or (P, 1) operands, fp32 math (spec 2.6, 4.8)."""
+    """``(data op0 operand0) op1 operand1`` with scalar or (P, 1) operands, fp32 math (nki-facts §2.6, 4.8)."""
     on_chip(data, "data", "tensor_scalar")
     p = data.shape[0]
     x = _f32(data)
@@ -218,7 +218,7 @@ def tensor_scalar(data, op0, operand0, reverse0=False, op1=None, operand1=None, 
         res = f1(v1, res) if reverse1 else f1(res, v1)
     out = _result(res, dtype or data.dtype, mask=mask)
     # engine=unknown: the compiler may place multiply/add patterns on ScalarE (as an
-    # activation with scale/bias) -> chosen at replay ("auto", spec 3.5 [I])
+    # activation with scale/bias) -> chosen at replay ("auto", nki-facts §3.5 [I])
     default = "auto" if all(n in _SCALAR_OK for n in names) else "vector"
     tiles = [data] + [o for o in (operand0, operand1) if isinstance(o, NkiTensor)]
     trace.compute("tensor_scalar", _engine_name(engine, default), tiles, out, free_size(data.shape))
@@ -226,7 +226,7 @@ def tensor_scalar(data, op0, operand0, reverse0=False, op1=None, operand1=None, 
 
 
 def tensor_tensor(data1, data2, op, dtype=None, mask=None, engine=engine.unknown, **_kwargs):
-    """Element-wise ``data1 op data2``; same partitions and elements per partition (spec 2.6, 4.5/4.6)."""
+    """Element-wise ``data1 op data2``; same partitions and elements per partition (nki-facts §2.6, 4.5/4.6)."""
     on_chip(data1, "data1", "tensor_tensor")
     on_chip(data2, "data2", "tensor_tensor")
     _pmismatch("tensor_tensor", ("data1", "data2"), (data1, data2))
@@ -249,7 +249,7 @@ def tensor_tensor(data1, data2, op, dtype=None, mask=None, engine=engine.unknown
 
 def tensor_tensor_scan(data0, data1, initial, op0, op1, reverse0=False, reverse1=False,
                        dtype=None, mask=None, **_kwargs):
-    """Per-partition scan ``r[i] = op1(op0(data0[i], r[i-1]), data1[i])`` (spec 2.6)."""
+    """Per-partition scan ``r[i] = op1(op0(data0[i], r[i-1]), data1[i])`` (nki-facts §2.6)."""
     on_chip(data0, "data0", "tensor_tensor_scan")
     on_chip(data1, "data1", "tensor_tensor_scan")
     _pmismatch("tensor_tensor_scan", ("data0", "data1"), (data0, data1))
@@ -270,7 +270,7 @@ def tensor_tensor_scan(data0, data1, initial, op0, op1, reverse0=False, reverse1
 
 
 def tensor_reduce(op, data, axis, dtype=None, mask=None, negate=False, keepdims=False, **_kwargs):
-    """Reduction over free axes (must include axis 1); ``negate`` multiplies by -1 (spec 2.6, 4.9)."""
+    """Reduction over free axes (must include axis 1); ``negate`` multiplies by -1 (nki-facts §2.6, 4.9)."""
     on_chip(data, "data", "tensor_reduce")
     axes = tuple(int(a) for a in (axis if isinstance(axis, (list, tuple)) else [axis]))
     if 0 in axes or 1 not in axes:
@@ -286,7 +286,7 @@ def tensor_reduce(op, data, axis, dtype=None, mask=None, negate=False, keepdims=
 
 
 def reciprocal(data, dtype=None, mask=None, **_kwargs):
-    """1/x on VectorE (spec 2.6)."""
+    """1/x on VectorE (nki-facts §2.6)."""
     on_chip(data, "data", "reciprocal")
     out = _result(np.reciprocal(_f32(data)), dtype or data.dtype, mask=mask)
     trace.compute("reciprocal", "vector", [data], out, free_size(data.shape))
@@ -294,7 +294,7 @@ def reciprocal(data, dtype=None, mask=None, **_kwargs):
 
 
 def memset(shape, value, dtype, mask=None, engine=engine.unknown, **_kwargs):
-    """Tile of ``shape`` filled with ``value`` cast to ``dtype`` (spec 2.6)."""
+    """Tile of ``shape`` filled with ``value`` cast to ``dtype`` (nki-facts §2.6)."""
     shape = tuple(int(d) for d in shape)
     vals = np.full(shape, value, dtype=dtypes.storage(dtype))
     out = _result(vals, dtype, mask=mask)
@@ -303,7 +303,7 @@ def memset(shape, value, dtype, mask=None, engine=engine.unknown, **_kwargs):
 
 
 def tensor_copy(src, mask=None, dtype=None, engine=engine.unknown, **_kwargs):
-    """Copy within SBUF/PSUM; GpSimd cannot touch PSUM (spec 2.6)."""
+    """Copy within SBUF/PSUM; GpSimd cannot touch PSUM (nki-facts §2.6)."""
     on_chip(src, "src", "tensor_copy")
     eng = _engine_name(engine, "auto")
     if eng == "gpsimd" and src.buffer == "psum":
@@ -315,7 +315,7 @@ def tensor_copy(src, mask=None, dtype=None, engine=engine.unknown, **_kwargs):
 
 
 def iota(expr, dtype, mask=None, **_kwargs):
-    """Materialises an index expression on GpSimd (cost 150 + N, spec 3.3)."""
+    """Materialises an index expression on GpSimd (cost 150 + N, nki-facts §3.3)."""
     vals = np.asarray(expr)
     if vals.ndim == 1:
         vals = vals.reshape(-1, 1)
@@ -325,7 +325,7 @@ def iota(expr, dtype, mask=None, **_kwargs):
 
 
 def affine_select(pred, on_true_tile, on_false_value, mask=None, dtype=None, **_kwargs):
-    """``where(pred, on_true_tile, on_false_value)`` on GpSimd (spec 2.6)."""
+    """``where(pred, on_true_tile, on_false_value)`` on GpSimd (nki-facts §2.6)."""
     on_chip(on_true_tile, "on_true_tile", "affine_select")
     vals = values(on_true_tile)
     cond = pred.evaluate(vals.shape) if hasattr(pred, "evaluate") else np.asarray(pred, bool)

@@ -1,7 +1,7 @@
 """``neuronxcc.nki.language`` (legacy NKI "Beta 1") on NumPy.
 
-Semantics per spec section 2.5 (AWS Neuron SDK 2.24 ``nki.language`` docs);
-instruction mapping for the cost model per spec 3.5.
+Semantics per nki-facts §2.5 (AWS Neuron SDK 2.24 ``nki.language`` docs);
+instruction mapping for the cost model per nki-facts §3.5.
 """
 import math
 import sys
@@ -54,7 +54,7 @@ def _buffer_name(buffer):
 
 # --- creation ---------------------------------------------------------------------------
 def ndarray(shape, dtype=np.float32, buffer=None, name="", **_kwargs):
-    """Uninitialised tensor (spec 2.5); NaN-filled when small (spec 2.1 [I])."""
+    """Uninitialised tensor (nki-facts §2.5); NaN-filled when small (nki-facts §2.1 [I])."""
     return NkiTensor.allocate(shape, dtype, _buffer_name(buffer), name=name)
 
 
@@ -68,7 +68,7 @@ def ones(shape, dtype=np.float32, buffer=None, name="", **_kwargs):
 
 
 def full(shape, fill_value, dtype=np.float32, buffer=None, name="", **_kwargs):
-    """Filled tensor; HBM tensors with an init value are refused (spec 2.5)."""
+    """Filled tensor; HBM tensors with an init value are refused (nki-facts §2.5)."""
     where = _buffer_name(buffer)
     if where in HBM_BUFFERS:
         fail("err_hbm_tensor_with_init_value_not_supported",
@@ -93,7 +93,7 @@ def full_like(a, fill_value, dtype=None, buffer=None, name="", **kw):
 
 
 def shared_constant(constant, dtype=None, **_kwargs):
-    """Constant HBM tensor holding ``constant`` (spec 2.5). No store ever writes it, so
+    """Constant HBM tensor holding ``constant`` (nki-facts §2.5). No store ever writes it, so
     returning it as an output is ``unwritten_output`` (nki_emu.coverage)."""
     arr = np.array(constant, dtype=dtypes.storage(dtype) if dtype is not None else None)
     return NkiTensor.allocate(arr.shape, dtype or arr.dtype, "shared_hbm", name="shared_constant",
@@ -144,7 +144,7 @@ def device_print(prefix, x, **_kwargs):
 
 # --- data movement ----------------------------------------------------------------------
 def load(src, mask=None, dtype=None, **_kwargs):
-    """HBM -> new SBUF tile (DMA), optional cast (spec 2.5)."""
+    """HBM -> new SBUF tile (DMA), optional cast (nki-facts §2.5)."""
     if not _is_tile(src) or src.buffer not in HBM_BUFFERS:
         fail("err_unsupported_memory",
              f"Expected operand 'src' of 'load' to be in address space 'hbm', but got a tile in "
@@ -160,7 +160,7 @@ def load(src, mask=None, dtype=None, **_kwargs):
 
 
 def store(dst, value, mask=None, **_kwargs):
-    """SBUF (or PSUM) tile -> HBM (DMA) (spec 2.5)."""
+    """SBUF (or PSUM) tile -> HBM (DMA) (nki-facts §2.5)."""
     if not _is_tile(dst) or dst.buffer not in HBM_BUFFERS:
         fail("err_unsupported_memory",
              f"Expected operand 'dst' of 'store' to be in address space 'hbm', but got a tile in "
@@ -186,7 +186,7 @@ def store(dst, value, mask=None, **_kwargs):
 
 
 def copy(src, mask=None, dtype=None, **_kwargs):
-    """Element-wise copy to a new SBUF tile, optional cast (spec 2.5; PSUM eviction)."""
+    """Element-wise copy to a new SBUF tile, optional cast (nki-facts §2.5; PSUM eviction)."""
     on_chip(src, "src", "copy")
     out = _result(np.array(values(src), copy=True), dtype or src.dtype, mask=mask)
     trace.compute("tensor_copy", "auto", [src], out, free_size(out.shape))
@@ -194,7 +194,7 @@ def copy(src, mask=None, dtype=None, **_kwargs):
 
 
 def broadcast_to(src, shape):
-    """NumPy broadcast of a tile to ``shape``; a 1-partition source is broadcast on TensorE (spec 2.5)."""
+    """NumPy broadcast of a tile to ``shape``; a 1-partition source is broadcast on TensorE (nki-facts §2.5)."""
     shape = tuple(int(d) for d in shape)
     vals = np.broadcast_to(values(src), shape)
     out = NkiTensor.fresh(np.ascontiguousarray(vals), src.dtype, "sbuf")
@@ -211,7 +211,7 @@ def expand_dims(data, axis):
 
 
 def transpose(x, dtype=None, mask=None, **_kwargs):
-    """2-D partition<->free transpose (spec 2.5, 4.10)."""
+    """2-D partition<->free transpose (nki-facts §2.5, 4.10)."""
     on_chip(x, "x", "transpose")
     if len(x.shape) != 2:
         fail("err_exceed_max_supported_dimension",
@@ -228,7 +228,7 @@ def transpose(x, dtype=None, mask=None, **_kwargs):
 
 # --- element-wise -----------------------------------------------------------------------
 def elementwise(op, a, b, dtype=None, mask=None, operator=False, api=None):
-    """Binary element-wise op on tiles/scalars with NumPy broadcasting (spec 2.5)."""
+    """Binary element-wise op on tiles/scalars with NumPy broadcasting (nki-facts §2.5)."""
     api = api or ops.op_name(op)
     for name, x in (("x", a), ("y", b)):
         if _is_tile(x):
@@ -261,7 +261,7 @@ def _binary_api(name):
 
     api.__name__ = name
     api.op_name = name
-    api.__doc__ = f"``nl.{name}(x, y, dtype=None, mask=None)``: element-wise {name} (spec 2.5)."
+    api.__doc__ = f"``nl.{name}(x, y, dtype=None, mask=None)``: element-wise {name} (nki-facts §2.5)."
     return api
 
 
@@ -278,7 +278,7 @@ def _unary_api(name):
 
     api.__name__ = name
     api.op_name = name
-    api.__doc__ = f"``nl.{name}(x, dtype=None, mask=None)``: element-wise {name} on ScalarE (spec 2.5)."
+    api.__doc__ = f"``nl.{name}(x, dtype=None, mask=None)``: element-wise {name} on ScalarE (nki-facts §2.5)."
     return api
 
 
@@ -328,7 +328,7 @@ max.op_name, min.op_name = "max", "min"
 
 def loop_reduce(x, op, loop_indices, mask=None, dtype=None, **_kwargs):
     """``dst[...] = nl.loop_reduce(x, op, loop_indices)``: dst = op(x, dst) across the
-    listed loops; the first iteration of all of them initialises dst (spec 2.5 [I])."""
+    listed loops; the first iteration of all of them initialises dst (nki-facts §2.5 [I])."""
     on_chip(x, "x", "loop_reduce")
     valid = mask_array(mask, x.shape)
     return LoopReduceResult(x, op, loop_indices, valid)
@@ -336,7 +336,7 @@ def loop_reduce(x, op, loop_indices, mask=None, dtype=None, **_kwargs):
 
 # --- matmul -----------------------------------------------------------------------------
 def matmul(x, y, transpose_x=False, mask=None, **_kwargs):
-    """``x @ y`` into PSUM (fp32); without ``transpose_x`` TensorE first transposes x (spec 2.5)."""
+    """``x @ y`` into PSUM (fp32); without ``transpose_x`` TensorE first transposes x (nki-facts §2.5)."""
     on_chip(x, "x", "matmul")
     on_chip(y, "y", "matmul")
     vx, vy = values(x), values(y)

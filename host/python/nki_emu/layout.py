@@ -100,7 +100,7 @@ def resolve(layout, key, name):
     Raises NKICompileError for mixing basic and advanced indexing, 1-D arange
     and static out-of-bound basic indexing. Out-of-bound arange indexing is
     returned as a Gather carrying the message, so that masked callers can
-    still use it (spec 2.3).
+    still use it (nki-facts §2.3).
     """
     if not isinstance(key, tuple):
         key = (key,)

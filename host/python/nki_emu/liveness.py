@@ -4,7 +4,7 @@ A kernel in NKIBench style declares every buffer once at the top with block
 dimensions covering the whole problem (``(32, 7, par_dim(128), 1024)``) and
 touches block ``[i0, i1]`` only inside iteration ``(i0, i1)`` of its loops.
 neuronxcc maps such a tensor onto a few physical SBUF buffers because each
-block is dead after its iteration (spec 2.1). The emulator has to hold the
+block is dead after its iteration (nki-facts §2.1). The emulator has to hold the
 values, and kept every block alive until the kernel returned: it wrote as
 much fresh memory as the declared buffers (3 GB for bmm), and page faults
 dominated its run time.

@@ -2,7 +2,7 @@
 
 Each :class:`Op` is both a callable ``nl.<name>`` API function and an ``op=``
 value for ISA calls; ``np_fn`` is its NumPy semantics (evaluated in float32,
-spec 2.6: "math in fp32"). Functions for the activation table follow
+nki-facts §2.6: "math in fp32"). Functions for the activation table follow
 ``nki.api.shared.rst`` (SDK 2.24).
 """
 import math

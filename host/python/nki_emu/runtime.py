@@ -20,7 +20,7 @@ class Loop:
         self.uid = Loop._next
         self.kind = kind
         self.iteration = 0
-        self.done = False  # set when the loop has exited (scope check, spec 2.4)
+        self.done = False  # set when the loop has exited (scope check, nki-facts §2.4)
 
 
 class LoopIndex(int):

@@ -1,7 +1,7 @@
 """HBM, SBUF and PSUM tensors, tiles and views.
 
 A root :class:`NkiTensor` owns one C-contiguous NumPy array of its declared
-shape, block dimensions included (spec 2.1: dims left of ``par_dim`` are
+shape, block dimensions included (nki-facts §2.1: dims left of ``par_dim`` are
 block dims; the emulator does not size-check them). Indexing returns a view
 tensor that shares the root's memory through an affine :class:`Layout`
 (no copy), or a gather view for out-of-bound / non-affine indices.
@@ -225,7 +225,7 @@ class NkiTensor:
         return self._view(resolve(self.layout, key, self.root.name))
 
     def _indirect(self, keys):
-        """Indirect (runtime-index) access ``t[idx_tile[i_p, 0], i_f]`` (spec 2.2): only on
+        """Indirect (runtime-index) access ``t[idx_tile[i_p, 0], i_f]`` (nki-facts §2.2): only on
         the partition/block dimension of an HBM tensor, for nl.load/nl.store (DMA)."""
         for axis, k in enumerate(keys):
             if isinstance(k, NkiTensor) and axis != 0:
@@ -249,7 +249,7 @@ class NkiTensor:
         _assign(self[key], value)
 
     def reshape(self, shape):
-        """HBM view with a new shape (no copy); spec 2.2."""
+        """HBM view with a new shape (no copy); nki-facts §2.2."""
         shape = tuple(int(d) for d in (shape if isinstance(shape, (tuple, list)) else (shape,)))
         if math.prod(shape) != self.size:
             raise ValueError(f"cannot reshape tensor of shape {self.shape} into {shape}")

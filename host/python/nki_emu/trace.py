@@ -23,7 +23,7 @@ def compute(op, engine, reads, out, n, **info):
     ``op``: ISA name (e.g. "tensor_tensor"); ``engine``: "tensor", "vector",
     "scalar" or "gpsimd"; ``reads``: input tiles; ``out``: the result tile
     (a fresh root, retargeted later by :func:`assigned`) or a destination
-    view; ``n``: elements per partition that sets the cost (spec 3.3);
+    view; ``n``: elements per partition that sets the cost (nki-facts §3.3);
     ``info``: formula inputs (e.g. ``n_stationary``, ``fp32``, ``onezero``).
     Returns the record or None.
     """

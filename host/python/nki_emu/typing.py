@@ -1,4 +1,4 @@
-"""``neuronxcc.nki.typing``: tensor annotations (spec 2.7).
+"""``neuronxcc.nki.typing``: tensor annotations (nki-facts §2.7).
 
 ``nt.tensor[shape, dtype]`` and ``nt.mutable_tensor[...]`` are accepted as
 annotations; a ``mutable_tensor`` parameter may be written by the kernel

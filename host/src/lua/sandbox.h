@@ -3,7 +3,7 @@
 // (lua/expression.h).
 //
 // Every call gets a fresh lua_State with a capped allocator, a deadline hook
-// and a read-only environment built from an allow-list (engineering notes §4).
+// and a read-only environment built from an allow-list (docs/lua-stages.md, "What is available").
 // The library is Debian's C++ build of Lua (`lua5.4-c++`): Lua errors are C++
 // exceptions, so no code here may `catch (...)` around Lua calls, and every C
 // function exported to Lua goes through a trampoline that catches only

@@ -1,4 +1,4 @@
-"""Cost model tests on hand-built instruction sequences (spec 3.3, 3.4, 3.6, 5.2)."""
+"""Cost model tests on hand-built instruction sequences (nki-facts §3.3, 3.4, 3.6, 5.2)."""
 import numpy as np
 
 from dataclasses import replace
@@ -202,12 +202,12 @@ def test_replay_with_other_knobs_and_cost_only_path():
     records, counters = fast.trace
     slow = tracer.replay(records, counters, replace(T1, dma_fixed_ns=5000.0))
     assert slow["latency_ms"] > full.profile["latency_ms"] + 4 * 5e-3 * 0.9
-    assert full.profile["hoisted_loads"] == 3  # w is loop-invariant: loaded once (spec 5.2)
+    assert full.profile["hoisted_loads"] == 3  # w is loop-invariant: loaded once (nki-facts §5.2)
 
 
 def test_residency_keeps_reissued_loop_invariant_loads_over_streamed_tiles():
     # w (4 blocks of 4 KiB) is reloaded every iteration next to 8 KiB of fresh tiles
-    # in a 20 KiB SBUF: a plain LRU thrashes, the protected segment keeps w (spec 5.2)
+    # in a 20 KiB SBUF: a plain LRU thrashes, the protected segment keeps w (nki-facts §5.2)
     def misses(share):
         r = Residency(capacity=20 * 1024, protected_share=share)
         n = 0
@@ -280,7 +280,7 @@ def test_static_hoisting_pins_a_cyclic_input_only_when_it_lowers_traffic():
     pinned = tracer._traffic(records, t, {("w", 0): 24 * 1024})
     lru = tracer._traffic(records, t, {})
     assert pinned == 6 * 4096 * 128 < lru  # read once instead of thrashing
-    # On by default for trn1 (fitted to spec 5.2's matmul_add_rmsnorm traffic)
+    # On by default for trn1 (fitted to nki-facts §5.2's matmul_add_rmsnorm traffic)
     assert 0.0 < T1.static_hoist_share < 1.0
 
 
@@ -296,7 +296,7 @@ def test_static_hoisting_pins_what_fits_of_a_larger_input_and_reissues_the_rest(
     partial = tracer._traffic(records, t, plan)
     assert (6 + 1 * 4) * block <= partial <= (6 + 2 * 4) * block
     assert 6 * block < partial < tracer._traffic(records, t, {})
-    # An input whose footprint exceeds SBUF is never hoisted (matmul's rhs, spec 5.2)
+    # An input whose footprint exceeds SBUF is never hoisted (matmul's rhs, nki-facts §5.2)
     huge = _cyclic_trace(w_blocks=10, iterations=3, tmp_bpp=4096)  # 40 KiB > 36 KiB
     assert tracer.plan_static_hoisting(huge, t) == {}
 

@@ -1,4 +1,4 @@
-"""Small kernels in the styles of the published NKIBench kernels (spec 1.1, 1.4)."""
+"""Small kernels in the styles of the published NKIBench kernels (nki-facts §1.1, 1.4)."""
 import numpy as np
 
 from emulator.emu_helpers import rand, rel_l2

@@ -1,4 +1,4 @@
-"""Per-op conformance against NumPy statements of the documented semantics (spec 2.5, 2.6)."""
+"""Per-op conformance against NumPy statements of the documented semantics (nki-facts §2.5, 2.6)."""
 import numpy as np
 
 from emulator.emu_helpers import rand

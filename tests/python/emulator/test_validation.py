@@ -1,4 +1,4 @@
-"""One test per neuronxcc refusal rule the emulator enforces (spec section 4)."""
+"""One test per neuronxcc refusal rule the emulator enforces (nki-facts §4)."""
 import numpy as np
 
 from emulator.emu_helpers import expect_error, rand

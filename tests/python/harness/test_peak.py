@@ -1,4 +1,4 @@
-"""AccelOpt's peak model against the table of accelopt-behavior §5.5 (trn1)."""
+"""AccelOpt's peak model against the table of accelopt-facts §5.5 (trn1)."""
 from accelopt import peak
 
 # problem: (values, t_peak ms, bound, baseline ms, baseline % of peak)

@@ -10,7 +10,7 @@ from accelopt import nkibench, peak, precision
 
 ROOT = nkibench.default_root()
 
-# AccelOpt's published full-size cases (accelopt-behavior §5.3): id and values.
+# AccelOpt's published full-size cases (accelopt-facts §5.3): id and values.
 PUBLISHED = {
     "swiglu": ("2", {"K": 1024, "M": 4096, "N": 3072}),
     "matmul_add_rmsnorm": ("1", {"K": 2048, "M": 4096, "N": 2048}),

@@ -28,7 +28,7 @@ def test_hoist_moves_invariant_load_and_stays_correct():
     hoisted = lines.index("    g_t = nl.load(g[0:128, 0:N])")
     assert hoisted < lines.index("    for i in nl.affine_range(M // 128):"), new
     assert lines[hoisted - 1] == "    # the gain tile is the same for every row block"  # its comment moves along
-    # the emulator already deduplicates resident loads (spec 3.4), so the estimate must not get worse
+    # the emulator already deduplicates resident loads (nki-facts §3.4), so the estimate must not get worse
     assert after <= before * 1.0001, (before, after)
 
 

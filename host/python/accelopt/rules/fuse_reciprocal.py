@@ -11,7 +11,7 @@ where the reciprocal is ``nisa.reciprocal(d)``, ``nl.reciprocal(d)`` or
 Preconditions: no dtype/mask on the multiply; when ``r`` is a temp, nothing
 between its definition and the multiply rebinds or writes a name ``d``
 reads. Numerics: a / d instead of a * (1 / d), within an ulp in fp32.
-Cost (spec 3.3): drops the VectorE reciprocal (2N cycles in the emulator's
+Cost (nki-facts §3.3): drops the VectorE reciprocal (2N cycles in the emulator's
 calibration, 8N documented) and leaves one VectorE tensor_tensor.
 """
 import ast

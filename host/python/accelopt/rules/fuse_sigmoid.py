@@ -7,7 +7,7 @@ Matches the reciprocal forms of patterns.reciprocal_arg applied to
 each intermediate may be inline or a temp read only by the next step (its
 definition is deleted). Preconditions: nothing between a deleted temp's
 definition and the reciprocal rebinds or writes a name it reads; no
-dtype/mask/bias anywhere in the chain. Cost (spec 3.2/3.3): ScalarE
+dtype/mask/bias anywhere in the chain. Cost (nki-facts §3.2/3.3): ScalarE
 evaluates op(data * scale + bias) in one instruction, so 3 instructions
 (one a VectorE reciprocal) become one ScalarE activation.
 """

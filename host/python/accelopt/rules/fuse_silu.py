@@ -7,7 +7,7 @@ inline or temps read only by the next step (deleted). Preconditions: both
 occurrences of x are the same expression without calls (a name or a
 subscript), no dtype/mask, and nothing between a deleted temp and the
 consumer rebinds or writes a name it reads. Cost: the whole chain becomes
-one ScalarE activation (spec 3.2: one activation costs the same whatever
+one ScalarE activation (nki-facts §3.2: one activation costs the same whatever
 its function).
 """
 import ast

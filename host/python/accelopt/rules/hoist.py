@@ -15,7 +15,7 @@ Preconditions (all checked on the AST):
 
 The hoisted load runs once even when the loop runs zero times; an
 out-of-bounds index then fails loudly in the profile stage. Cost: one DMA
-instead of one per iteration (spec 3.4: the compiler's own hoisting is
+instead of one per iteration (nki-facts §3.4: the compiler's own hoisting is
 undocumented and re-issues loads whose buffers do not fit).
 """
 import ast

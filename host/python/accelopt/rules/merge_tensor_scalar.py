@@ -8,7 +8,7 @@ inner scalar op, both become::
 
     nisa.tensor_scalar(data=x, op0=A, operand0=a, reverse0=r, op1=B, operand1=b, reverse1=s)
 
-(spec 2.6: out = (x op0 a) op1 b). Preconditions: the inner op has no
+(nki-facts §2.6: out = (x op0 a) op1 b). Preconditions: the inner op has no
 dtype/mask/engine; the outer has no op1 and no engine (its dtype/mask are
 kept); tiles are provable (bound only to NKI call results) and scalars
 provable (literals, module constants, ``.shape`` entries, loop indices and
@@ -17,7 +17,7 @@ tensor_scalar may also be (P, 1) tiles; both ops arithmetic or both bitvec;
 the kernel uses no integer dtypes (nl.* promotes int tiles by float
 scalars, tensor_scalar keeps the tile dtype); the intermediate is inline or
 a temp read only there and nothing in between rebinds or writes a name the
-inner op reads. Cost (spec 3.3): a two-op tensor_scalar costs the same as a
+inner op reads. Cost (nki-facts §3.3): a two-op tensor_scalar costs the same as a
 one-op one, so one instruction and one intermediate tile disappear.
 """
 import ast

@@ -1,10 +1,10 @@
 """Rule ``reciprocal_to_scalar``: ``nisa.reciprocal(x)`` (VectorE) -> ``nisa.activation(op=nl.reciprocal, data=x)`` (ScalarE).
 
-Spec 3.3: the VectorE reciprocal costs max(MIN_II, 8N) cycles documented
+nki-facts §3.3: the VectorE reciprocal costs max(MIN_II, 8N) cycles documented
 (2N in the emulator's calibration) at 1.12 GHz; the same op on ScalarE
 costs max(MIN_II, N) at 1.4 GHz. Preconditions: the call is
 ``nisa.reciprocal`` with ``data`` and optionally ``dtype``/``mask`` (both
-kept, activation accepts them). Caveat (documented, spec 3.3 "lower
+kept, activation accepts them). Caveat (documented, nki-facts §3.3 "lower
 precision"): on hardware the ScalarE table is less precise; the emulator
 computes both in fp32 and the profile stage checks the tolerance.
 """

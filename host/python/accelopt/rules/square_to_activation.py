@@ -2,7 +2,7 @@
 
 Preconditions: both operands are the same call-free expression and provably
 a tile (bound only to NKI call results, patterns.tile_names), no dtype/mask.
-Cost (spec 3.3/3.5): a VectorE tensor_tensor of two SBUF fp32 inputs costs
+Cost (nki-facts §3.3/3.5): a VectorE tensor_tensor of two SBUF fp32 inputs costs
 2N cycles at 1.12 GHz; the ScalarE activation costs N at 1.4 GHz, and it
 moves the work to the other engine (useful when VectorE is the bottleneck).
 """

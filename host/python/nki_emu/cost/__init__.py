@@ -1,4 +1,4 @@
-"""Trainium latency model of the NKI emulator (spec section 3).
+"""Trainium latency model of the NKI emulator (nki-facts §3).
 
 ``targets`` (constants), ``formulas`` (cycles per instruction), ``scheduler``
 (engine queues, DMA queues, dependencies, PSUM banks), ``residency`` (SBUF

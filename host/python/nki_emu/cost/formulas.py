@@ -12,7 +12,7 @@ INFO_KEYS = ("n_stationary", "fp32", "onezero", "transpose", "partitions", "in_p
 
 
 def cycles(op, n, info, engine, target):
-    """Estimated cycles of one instruction on ``engine`` (spec 3.3).
+    """Estimated cycles of one instruction on ``engine`` (nki-facts §3.3).
 
     ``op``: ISA name; ``n``: elements per partition; ``info``: dict with
     ``n_stationary`` and ``fp32``/``onezero``/``transpose`` (matmul),

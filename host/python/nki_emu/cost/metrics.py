@@ -1,4 +1,4 @@
-"""neuron-profile style summary of an emulated run (spec 3.8).
+"""neuron-profile style summary of an emulated run (nki-facts §3.8).
 
 Field names follow ``neuron-profile view --output-format summary-json`` as
 used by AccelOpt (S1 ``prompts/profile_list.json``): ``total_time`` in

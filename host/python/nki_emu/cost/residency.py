@@ -1,7 +1,7 @@
-"""SBUF residency: load hoisting, re-issue and spills (spec 3.4, 5.2 [I]).
+"""SBUF residency: load hoisting, re-issue and spills (nki-facts §3.4, 5.2 [I]).
 
 The compiler keeps loop-invariant loads resident when they fit and re-issues
-(or spills) what does not fit; spec 5.2 shows this changes HBM traffic up to
+(or spills) what does not fit; nki-facts §5.2 shows this changes HBM traffic up to
 7x on NKIBench. This module approximates it with an LRU over SBUF blocks
 (one record per (root tensor, block index)) and a capacity in bytes per
 partition (Target.sbuf_capacity):
@@ -21,7 +21,7 @@ partition (Target.sbuf_capacity):
   after their first load (every later load is free, and they shrink the LRU)
   until its budget is spent; the rest of it is re-issued when evicted. An LRU
   alone thrashes on such cyclic reuse (0 hits once the set exceeds it), which
-  spec 5.2's matmul_add_rmsnorm shows the compiler avoids (w read about once),
+  nki-facts §5.2's matmul_add_rmsnorm shows the compiler avoids (w read about once),
   while matmul's 20 MiB rhs block, too large to hoist, is re-issued in full.
 """
 from collections import Counter, OrderedDict

@@ -1,7 +1,7 @@
-"""List scheduler for recorded instructions (spec 3.6 [I]).
+"""List scheduler for recorded instructions (nki-facts §3.6 [I]).
 
 * one in-order queue per compute engine (tensor, vector, scalar, gpsimd);
-* 16 DMA engines (each transfer uses ceil(P/8) of them, spec 3.4), each a
+* 16 DMA engines (each transfer uses ceil(P/8) of them, nki-facts §3.4), each a
   timeline of busy intervals filled first-fit (``Lane``);
 * data dependencies (read-after-write, write-after-write) on memory regions,
   plus ``Target.sync_ns`` per cross-engine edge (semaphore);
@@ -9,12 +9,12 @@
   (a block-dim tensor, or a tile allocated inside a loop) owns a ring of
   ``Target.buffers(kind, bytes)`` physical buffers; a new logical tile (a new
   block, or the tile of a new iteration) takes the next buffer and waits until
-  the previous occupant's last access finished (spec 3.6 "N buffers per
+  the previous occupant's last access finished (nki-facts §3.6 "N buffers per
   declared tile");
 * trn1 shared ports: VectorE and GpSimd exclusive on SBUF, VectorE and ScalarE
   exclusive on PSUM [D S3 arch];
 * 8 PSUM banks: a new accumulation region waits for the bank's previous
-  owner to be read out (spec 3.6).
+  owner to be read out (nki-facts §3.6).
 
 Regions are tuples ``(root uid, first block, last block, lo, hi)``: element
 spans inside the root, blocks being the block dimensions of on-chip tensors
@@ -162,7 +162,7 @@ class Scheduler:
 
     def dma(self, partitions, nbytes, n_desc, reads, writes, direction="load", place=(), uses=()):
         """Schedules one DMA of ``nbytes`` in ``n_desc`` contiguous chunks over
-        ceil(P/8) DMA engines (spec 3.4); returns (start, end).
+        ceil(P/8) DMA engines (nki-facts §3.4); returns (start, end).
 
         Per engine: occupancy = dma_fixed_ns + chunks * dma_desc_ns + bytes / BW. Each
         engine's bandwidth is a timeline of busy intervals; a transfer takes the first

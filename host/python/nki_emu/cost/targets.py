@@ -1,8 +1,8 @@
-"""Hardware constants and calibration knobs per target (spec 3.1, 3.2, 5.4).
+"""Hardware constants and calibration knobs per target (nki-facts §3.1, 3.2, 5.4).
 
-Every field names its source: [D] documented (AWS Neuron SDK docs, spec 3.1),
-[M] measured (spec 5), [I] inferred / tunable default (fitted with
-bench/calibrate.py against the trn1 NKIBench baselines of spec 5.1).
+Every field names its source: [D] documented (AWS Neuron SDK docs, nki-facts §3.1),
+[M] measured (nki-facts §5), [I] inferred / tunable default (fitted with
+bench/calibrate.py against the trn1 NKIBench baselines of nki-facts §5.1).
 """
 from dataclasses import dataclass, field, replace
 
@@ -12,8 +12,8 @@ class Target:
     """Constants of one NeuronCore generation. Times in ns, clocks in GHz, sizes in bytes."""
 
     name: str
-    label: str  # "calibrated" (trn1) or "unvalidated" (trn2): spec 5.4 step 3
-    clock_ghz: dict = field(default_factory=dict)  # per engine [D spec 3.1]
+    label: str  # "calibrated" (trn1) or "unvalidated" (trn2): nki-facts §5.4 step 3
+    clock_ghz: dict = field(default_factory=dict)  # per engine [D nki-facts §3.1]
     dma_queues: int = 16  # DMA engines per core [D S3/S4]
     dma_bytes_per_ns: float = 17.0  # effective per-engine bandwidth [D S4 DMA guide]
     dma_latency_ns: float = 1300.0  # semaphore-to-start latency, overlapped [D S4]
@@ -24,7 +24,7 @@ class Target:
     sbuf_partition_bytes: int = 192 * 1024  # [D] trn1 192 KiB; trn2 224 KiB
     sbuf_reserved_bytes: int = 16 * 1024  # compiler reserve [D S3 compiler/sbuf.py]
     hoist_share: float = 0.0  # max SBUF share kept for hoisted (loop-invariant) loads [I, fitted]
-    static_hoist_share: float = 0.7  # SBUF share pinned for loop-invariant inputs (residency.py) [I, fitted to spec 5.2]
+    static_hoist_share: float = 0.7  # SBUF share pinned for loop-invariant inputs (residency.py) [I, fitted to nki-facts §5.2]
     release_dead_blocks: bool = False  # free SBUF blocks after their last access in the trace (residency.py) [I]
     psum_banks: int = 8  # 8 x 2 KiB per partition [D]
     min_ii: int = 64  # MIN_II cycles [D S3 isa docs]
@@ -36,15 +36,15 @@ class Target:
     buffer_share: float = 0.25  # at most this fraction of usable SBUF per site ring [I]
     auto_engine: str = "balance"  # engine=unknown ops: "vector", "scalar" or "balance" (earlier free) [I, fitted]
     auto_bias_ns: float = 0.0  # "balance": ScalarE chosen only if free this much earlier [I, fitted]
-    sync_ns: float = 30.0  # cross-engine semaphore wait per dependency edge [I spec 3.6]
-    launch_ns: float = 30000.0  # fixed launch/teardown [I spec 3.6]
-    reciprocal_factor: float = 2.0  # VectorE reciprocal = factor*N (doc says 8N; spec 5.2 [M])
+    sync_ns: float = 30.0  # cross-engine semaphore wait per dependency edge [I nki-facts §3.6]
+    launch_ns: float = 30000.0  # fixed launch/teardown [I nki-facts §3.6]
+    reciprocal_factor: float = 2.0  # VectorE reciprocal = factor*N (doc says 8N; nki-facts §5.2 [M])
     tensor_tensor_factor: float = 1.75  # fp32 SBUF/SBUF tensor_tensor: documented 2N [D S3]; fitted [I]
     fp32_matmul_factor: int = 4  # fp32 matmul = 4 x max(...) [D S3 nc_matmul]
     onezero_factor: int = 2  # fp32 with is_*_onezero "2x better" [D S3]
     transpose_speedup: float = 1.0  # trn2 fp32 transpose mode 2x [D S4]
     shared_ports: bool = True  # trn1: DVE/GpSimd share SBUF port, DVE/ACT share PSUM [D S3]
-    peak_flops: float = 91.75e12  # profiler's hfu denominator [M spec 3.8]
+    peak_flops: float = 91.75e12  # profiler's hfu denominator [M nki-facts §3.8]
     dram_bytes_per_s: float = 410e9  # profiler's peak_flops_bandwidth_ratio denominator [M]
 
     @property

@@ -1,4 +1,4 @@
-"""Instruction trace of one run (spec 3): recording, then target-specific replay.
+"""Instruction trace of one run (nki-facts §3): recording, then target-specific replay.
 
 Recording (:class:`Tracer`) is target independent: API calls report
 instructions through ``nki_emu.trace``; the newest one is kept *pending*
@@ -49,7 +49,7 @@ def _span(t):
 
 
 def _count(t):
-    """Elements actually moved: masked-off elements do not count (spec 3.5)."""
+    """Elements actually moved: masked-off elements do not count (nki-facts §3.5)."""
     if t.valid is not None:
         return int(np.count_nonzero(np.broadcast_to(t.valid, t.shape)))
     inb = gather_inb(t.gather) if t.gather is not None else None
@@ -59,7 +59,7 @@ def _count(t):
 
 
 def _descriptors(t, count):
-    """Contiguous chunks of an HBM access (one descriptor each, spec 3.4)."""
+    """Contiguous chunks of an HBM access (one descriptor each, nki-facts §3.4)."""
     if t.layout is None:
         return max(1, count // max(1, t.shape[-1]))
     run = 1
@@ -221,7 +221,7 @@ class Tracer:
         m.instructions += 1
         flops = p.info.get("flops", 0)
         if p.engine == "tensor" and flops:
-            scale = 2 if p.info.get("fp32", True) else 1  # profiler counts fp32 twice [M spec 3.8]
+            scale = 2 if p.info.get("fp32", True) else 1  # profiler counts fp32 twice [M nki-facts §3.8]
             m.flops += flops * scale
             if p.info.get("transpose"):
                 m.transpose_flops += flops * scale
@@ -229,7 +229,7 @@ class Tracer:
     def _record_dma(self, p):
         src, dst = p.reads[0], p.out
         if src.buffer == "psum":
-            # PSUM -> HBM is lowered to a PSUM->SBUF copy plus a DMA [I spec 3.4]
+            # PSUM -> HBM is lowered to a PSUM->SBUF copy plus a DMA [I nki-facts §3.4]
             self.pending = Instr("tensor_copy", "scalar", [src], src, _free(src), {})
             self.flush()
         count = _count(dst if p.op == "load" else src)
@@ -427,7 +427,7 @@ def plan_static_hoisting(records, target):
     Candidates are the tensors loaded more than once whose whole footprint fits in
     SBUF, in order of first load; each gets what is left of
     ``target.static_hoist_share`` of SBUF, up to its footprint (the rest of a
-    tensor larger than that is re-issued like any other load: spec 5.2's partial
+    tensor larger than that is re-issued like any other load: nki-facts §5.2's partial
     reloads of matmul_add_rmsnorm), and is kept only if pinning lowers the
     kernel's total HBM traffic (no spills or re-issues bought by the SBUF it takes).
     """
