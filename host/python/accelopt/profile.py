@@ -11,7 +11,7 @@ import numpy as np
 
 from . import compare, loading, precision
 from . import result as R
-from .backends import TARGETS, make_backend, resolve_backend_name
+from .backends import TARGETS, choose_backend, make_backend
 
 DEFAULT_SEEDS = (0, 21, 42, 63, 84)
 DEFAULT_REL_TOL = 2e-5
@@ -91,10 +91,10 @@ def _run_seed(backend, kernel, kernel_path, reference, seed, rel_tol, result, pr
 
 def _profile(request, result):
     kernel_path, reference_path, backend_name, target, rel_tol, seeds, timing = _request_fields(request)
-    result["backend"] = resolve_backend_name(backend_name)
+    choice = choose_backend(backend_name)
+    R.set_backend(result, choice)
     result["target"] = target
-    backend = make_backend(backend_name, target)
-    result["estimated"] = backend.estimated
+    backend = make_backend(choice["backend"], target)
     backend.prepare()
     reference = loading.load_reference(reference_path)
     # The float16 rule runs on the text before anything of the kernel executes.

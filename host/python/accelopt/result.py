@@ -90,11 +90,27 @@ def new_result(backend, target):
         "latency_ms": None,
         "estimated": False,
         "backend": backend,
+        "backend_reason": None,
+        "sdk_version": None,
         "target": target,
         "metrics": {},
         "rel_errors": [],
         "error": None,
     }
+
+
+def set_backend(result, choice):
+    """Records which backend runs the kernel and why (mutates and returns ``result``).
+
+    ``choice``: accelopt.backends.choose_backend's dict. Sets "backend",
+    "estimated" (True for the emulator's cost-model latency), "backend_reason"
+    and "sdk_version" (None without the Neuron SDK).
+    """
+    result["backend"] = choice["backend"]
+    result["estimated"] = choice["backend"] == "emulator"
+    result["backend_reason"] = choice["reason"]
+    result["sdk_version"] = choice.get("sdk_version")
+    return result
 
 
 def set_error(result, kind, message, tb=""):

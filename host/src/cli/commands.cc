@@ -64,6 +64,16 @@ nlohmann::json Versions() {
   return versions;
 }
 
+// Which backend `requested` ("auto" | "emulator" | "neuron") resolves to in
+// this interpreter and why (accelopt.backends.choose_backend), for run.json.
+nlohmann::json BackendChoice(const std::string& requested) {
+  try {
+    return python::CallJson("accelopt.backends", "choose_backend", requested);
+  } catch (const std::exception& error) {
+    return {{"requested", requested}, {"error", error.what()}};
+  }
+}
+
 // For --resume: the pipeline file and --set values recorded in run.json.
 bool LoadResumeOptions(RunOptions& options) {
   auto path = std::filesystem::path(options.resume) / "run.json";
@@ -93,8 +103,10 @@ int RunCommand(const RunOptions& given, const std::vector<std::string>& argv) {
   auto prepared = Prepare(options.pipeline, options.sets, registry);
   if (!prepared) return kExitUsage;
   auto& [pipeline, stages] = *prepared;
+  std::vector<std::string> python_paths = pipeline.python_path;  // python_path:, then --python-path
+  for (const auto& path : options.python_paths) python_paths.push_back(std::filesystem::absolute(path).string());
   try {
-    python::Initialize(pipeline.python_path);  // python_path: adds to the host's own folders
+    python::Initialize(python_paths);  // adds to the host's own folders
   } catch (const python::PythonError& error) {
     std::cerr << "error: cannot start the embedded Python: " << error.what() << "\n";
     return kExitUsage;
@@ -108,7 +120,8 @@ int RunCommand(const RunOptions& given, const std::vector<std::string>& argv) {
   }
   nlohmann::json run_json = {{"pipeline", pipeline.file.string()}, {"name", pipeline.name}, {"argv", argv},
                              {"sets", options.sets}, {"versions", Versions()}, {"started_at", UtcNowIso()},
-                             {"status", "running"}, {"run_dir", run_dir->path().string()}};
+                             {"status", "running"}, {"run_dir", run_dir->path().string()},
+                             {"backend", BackendChoice(pipeline.backend.value("nki", std::string("auto")))}};
   if (resume) {
     try {
       auto previous = nlohmann::json::parse(ReadFile(run_dir->path() / "run.json"));
@@ -144,7 +157,8 @@ int RunCommand(const RunOptions& given, const std::vector<std::string>& argv) {
 
   std::unique_ptr<RunServices> services;
   try {
-    services = StartRunServices(pipeline, *run_dir, ServiceOptions{options.workers, resume});
+    services = StartRunServices(pipeline, *run_dir,
+                                ServiceOptions{options.workers, resume, options.neuron_cores, python_paths});
   } catch (const ConfigError& error) {
     PrintDiagnostics(error);
     record->Finish("failed", {{"kind", "config_error"}, {"message", error.what()}});
@@ -266,20 +280,30 @@ int StagesCommand(bool as_json) {
 
 namespace {
 
-// `profile --isolation worker`: one sandboxed worker with a private scratch dir.
+// `profile --isolation worker`: one sandboxed worker with a private scratch
+// dir, started for the backend the request resolves to (on neuron: pinned
+// to the first NeuronCore of --neuron-cores or neuron-ls).
 nlohmann::json ProfileInWorker(const ProfileOptions& options, const nlohmann::json& request) {
   worker::PoolOptions pool_options;
   pool_options.workers = 1;
   pool_options.config.memory_bytes = worker::ParseByteSize(options.memory_limit);
+  pool_options.neuron_cores = options.neuron_cores;
+  for (const auto& path : options.python_paths)
+    pool_options.config.python_paths.push_back(std::filesystem::absolute(path).string());
   std::string scratch_template = (std::filesystem::temp_directory_path() / "accelopt-profile-XXXXXX").string();
   if (mkdtemp(scratch_template.data()) == nullptr) throw std::runtime_error("cannot create a scratch directory");
   pool_options.config.scratch_root = scratch_template;
   nlohmann::json result;
   {
-    worker::WorkerPool pool(pool_options);
+    std::unique_ptr<worker::WorkerPool> pool;
+    auto pools = [&](const std::string& backend) -> worker::WorkerPool& {
+      if (!pool) pool = std::make_unique<worker::WorkerPool>(worker::PoolOptionsFor(pool_options, backend));
+      return *pool;
+    };
     try {
-      result = worker::IsolatedCall(pool, "accelopt.profile", "profile_kernel", request, {{"timeout_s", options.timeout_s}});
+      result = worker::IsolatedCall(pools, "accelopt.profile", "profile_kernel", request, {{"timeout_s", options.timeout_s}});
     } catch (...) {
+      pool.reset();
       std::error_code ignored;
       std::filesystem::remove_all(scratch_template, ignored);
       throw;
@@ -294,7 +318,9 @@ nlohmann::json ProfileInWorker(const ProfileOptions& options, const nlohmann::js
 
 int ProfileCommand(const ProfileOptions& options) {
   try {
-    python::Initialize();
+    std::vector<std::string> python_paths;
+    for (const auto& path : options.python_paths) python_paths.push_back(std::filesystem::absolute(path).string());
+    python::Initialize(python_paths);
   } catch (const python::PythonError& error) {
     std::cerr << "error: cannot start the embedded Python: " << error.what() << "\n";
     return kExitUsage;
@@ -331,7 +357,15 @@ int ProfileCommand(const ProfileOptions& options) {
               << "correct:   " << (result.value("correct", false) ? "yes" : "no") << "\n";
     if (result.contains("latency_ms") && result["latency_ms"].is_number()) {
       std::printf("latency:   %.4f ms%s\n", result["latency_ms"].get<double>(),
-                  result.value("estimated", false) ? " (estimated)" : "");
+                  result.value("estimated", false) ? " (estimated)" : " (measured)");
+    }
+    if (result.contains("backend") && result["backend"].is_string()) {
+      std::cout << "backend:   " << result["backend"].get<std::string>();
+      if (result.contains("sdk_version") && result["sdk_version"].is_string())
+        std::cout << " (SDK " << result["sdk_version"].get<std::string>() << ")";
+      std::cout << "\n";
+      if (result.contains("backend_reason") && result["backend_reason"].is_string())
+        std::cout << "           " << result["backend_reason"].get<std::string>() << "\n";
     }
     if (result.contains("error") && result["error"].is_object()) {
       std::cout << "error:     [" << result["error"].value("kind", "?") << "] " << result["error"].value("message", "") << "\n";

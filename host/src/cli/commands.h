@@ -20,6 +20,8 @@ struct RunOptions {
   std::string resume;  // run directory to continue (then pipeline/sets come from its run.json)
   int max_parallel = 0;  // 0 = no global cap beyond the stages' own
   int workers = 0;       // worker processes for untrusted candidates; 0 = default
+  std::string neuron_cores;               // neuron backend: "0-31" etc.; "" = ACCELOPT_NEURON_CORES or neuron-ls
+  std::vector<std::string> python_paths;  // extra sys.path folders (host and workers), added to python_path:
 };
 int RunCommand(const RunOptions& options, const std::vector<std::string>& argv);
 
@@ -37,6 +39,8 @@ struct ProfileOptions {
   std::string isolation = "worker";  // "worker" (sandboxed process) or "inprocess"
   double timeout_s = 300;            // wall-clock limit of the worker call, s
   std::string memory_limit = "4G";   // worker address-space limit (bytes, or K/M/G/T suffix)
+  std::string neuron_cores;          // neuron backend: "0-31" etc. (the first is used); "" = discover
+  std::vector<std::string> python_paths;  // extra sys.path folders (host and worker)
 };
 int ProfileCommand(const ProfileOptions& options);
 

@@ -34,8 +34,11 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--set", run.sets, "Override KEY=VALUE (vars.x=1, backend.target=trn2); repeatable");
   run_cmd->add_option("--run-dir", run.run_dir, "Directory for this run's files (default runs/<timestamp>-<name>)");
   run_cmd->add_option("--max-parallel", run.max_parallel, "Cap on items in flight in any for_each")->check(CLI::PositiveNumber);
-  run_cmd->add_option("--workers", run.workers, "Worker processes for untrusted candidates (default: number of cores)")
+  run_cmd->add_option("--workers", run.workers, "Worker processes for untrusted candidates (default: number of cores; neuron: of NeuronCores)")
       ->check(CLI::PositiveNumber);
+  run_cmd->add_option("--neuron-cores", run.neuron_cores, "NeuronCores for the neuron backend, e.g. 0-31 (default: ACCELOPT_NEURON_CORES, else neuron-ls); one worker each");
+  run_cmd->add_option("--python-path", run.python_paths, "Folder to add to the embedded Python's sys.path (host and workers); repeatable")
+      ->check(CLI::ExistingDirectory);
 
   std::string validate_pipeline;
   std::vector<std::string> validate_sets;
@@ -51,7 +54,7 @@ int main(int argc, char** argv) {
   auto* profile_cmd = app.add_subcommand("profile", "Profile one NKI kernel against a NumPy reference");
   profile_cmd->add_option("kernel", profile.kernel, "Kernel file exposing `kernel` (or `optimized_kernel`)")->required()->check(CLI::ExistingFile);
   profile_cmd->add_option("--reference", profile.reference, "Reference module (get_inputs, forward, transform_*)")->required()->check(CLI::ExistingFile);
-  profile_cmd->add_option("--backend", profile.backend, "emulator, neuron or auto (neuron if neuronxcc is importable)")
+  profile_cmd->add_option("--backend", profile.backend, "emulator, neuron or auto (neuron if the Neuron SDK, nki or neuronxcc, is importable)")
       ->check(CLI::IsMember({"auto", "emulator", "neuron"}));
   profile_cmd->add_option("--target", profile.target, "trn1 or trn2")->check(CLI::IsMember({"trn1", "trn2"}));
   profile_cmd->add_option("--rel-tol", profile.rel_tol, "Relative L2 tolerance (default 2e-5)")->check(CLI::PositiveNumber);
@@ -75,6 +78,7 @@ int main(int argc, char** argv) {
   worker_cmd->add_option("--memory", worker_memory);
   worker_cmd->add_option("--cpu", worker_cpu);
   worker_cmd->add_flag("--no-sandbox", worker_no_sandbox);
+  worker_cmd->add_option("--backend", worker.backend)->check(CLI::IsMember({"emulator", "neuron"}));
 
   try {
     app.parse(argc, argv);

@@ -136,7 +136,8 @@ std::unique_ptr<RunServices> StartRunServices(const Pipeline& pipeline, const Ru
   // run's folder is not trusted); each worker's w<k> below it is made with
   // EnsurePrivateDir(path) as well.
   pool.config.scratch_root = EnsurePrivateDir(run_dir.path(), "workers").string();
-  pool.config.python_paths = pipeline.python_path;  // the pipeline's python_path: reaches the workers too
+  pool.config.python_paths = options.python_paths;  // python_path: and --python-path reach the workers too
+  pool.neuron_cores = options.neuron_cores;
   services->workers_ = std::make_unique<worker::ScopedWorkerPool>(pool);
   return services;
 }

@@ -14,6 +14,8 @@ namespace accelopt::cli {
 struct ServiceOptions {
   int workers = 0;  // worker processes for isolated calls; 0 = default
   bool resume = false;  // reuse LLM replies from the run's transcript
+  std::string neuron_cores;               // neuron pool: NeuronCores ("" = ACCELOPT_NEURON_CORES or neuron-ls)
+  std::vector<std::string> python_paths;  // sys.path folders for the workers (python_path: and --python-path)
 };
 
 /// Holds the services for the lifetime of one run; the destructor

@@ -3,6 +3,7 @@
 // installer of that service into GlobalHostServices() for a run.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -30,8 +31,29 @@ void LimitHostBlas();
 /// and a failure throws StageError with the kind (timeout, out_of_memory,
 /// crash, sandbox_violation, python_error, worker_error).
 /// `limits`: {"timeout_s"?: s, "memory_bytes"?: bytes, "static_checks"?: bool}.
+///
+/// On the neuron backend the candidate leaves one NEFF/NTFF pair per timed
+/// run in its worker's scratch; while the worker is still held, the host
+/// runs neuron-profile on them (accelopt.backends.device_profile), and it
+/// repeats the timed round in a worker while the round is unsteady
+/// (AccelOpt's protocol; docs/trainium.md).
+///
+/// `pools` returns the pool for a resolved backend ("emulator" | "neuron");
+/// it may start it, and throws StageError(worker_error) when it cannot.
+using PoolForBackend = std::function<WorkerPool&(const std::string& backend)>;
+nlohmann::json IsolatedCall(const PoolForBackend& pools, const std::string& module, const std::string& function,
+                            const nlohmann::json& arg, const nlohmann::json& limits);
+
+/// IsolatedCall with one pool; a call whose backend is not the pool's
+/// fails with a StageError (config_error).
 nlohmann::json IsolatedCall(WorkerPool& pool, const std::string& module, const std::string& function,
                             const nlohmann::json& arg, const nlohmann::json& limits);
+
+/// `base` made ready for `backend`: for "neuron", config.backend set, the
+/// scratch root moved to <root>/neuron and config.neuron_cores filled from
+/// base.neuron_cores / ACCELOPT_NEURON_CORES / neuron-ls. Throws
+/// StageError(config_error) when no NeuronCore can be found.
+PoolOptions PoolOptionsFor(PoolOptions base, const std::string& backend);
 
 /// Installs a worker pool as GlobalHostServices().isolated_call; the
 /// destructor uninstalls it and stops the workers. The processes start on
@@ -43,8 +65,12 @@ class ScopedWorkerPool {
   /// The pool, started now if it was not yet. Throws std::runtime_error if
   /// workers cannot be spawned.
   WorkerPool& pool();
+  /// The pool of `backend` ("emulator" | "neuron"), started now if it was not yet.
+  WorkerPool& pool(const std::string& backend);
   /// null before the first call, else {"workers", "calls", "spawned",
-  /// "timeouts", "crashes", "retries", "restarts", "sandbox_warnings"}.
+  /// "timeouts", "crashes", "retries", "restarts", "sandbox_warnings",
+  /// "backend", "neuron_cores"?} (sums over the backends' pools; "backend"
+  /// names the backend(s) that ran).
   nlohmann::json Summary() const;
 
  private:

@@ -27,6 +27,11 @@ CallLimits ParseLimits(const nlohmann::json& limits) {
 
 WorkerPool::WorkerPool(PoolOptions options) : options_(std::move(options)) {
   int count = options_.workers > 0 ? options_.workers : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // One worker per NeuronCore (fewer when --workers asks for fewer).
+  const auto& cores = options_.config.neuron_cores;
+  if (options_.config.backend == "neuron" && !cores.empty())
+    count = options_.workers > 0 ? std::min<int>(options_.workers, static_cast<int>(cores.size()))
+                                 : static_cast<int>(cores.size());
   for (int i = 0; i < count; ++i) {
     workers_.push_back(std::make_unique<WorkerProcess>(i, options_.config));
     busy_.push_back(false);
@@ -187,7 +192,7 @@ CallOutcome WorkerPool::CallOnce(int slot, const nlohmann::json& request, const 
 }
 
 CallOutcome WorkerPool::Call(const std::string& module, const std::string& function, const nlohmann::json& arg,
-                             const CallLimits& limits, const std::vector<std::string>* blobs) {
+                             const CallLimits& limits, const std::vector<std::string>* blobs, const WhileHeld& while_held) {
   double timeout_s = limits.timeout_s > 0 ? limits.timeout_s : options_.default_timeout_s;
   nlohmann::json worker_limits = {{"cpu_s", timeout_s * 2 + 5}};
   if (limits.memory_bytes > 0) worker_limits["memory_bytes"] = limits.memory_bytes;
@@ -203,6 +208,7 @@ CallOutcome WorkerPool::Call(const std::string& module, const std::string& funct
     int slot = Acquire();
     try {
       out = CallOnce(slot, request, blobs ? *blobs : kNoBlobs, timeout_s);
+      if (while_held && out.ok) while_held(out, workers_[static_cast<size_t>(slot)]->Scratch());
     } catch (const std::exception& error) {
       out = CallOutcome{};
       out.kind = "worker_error";

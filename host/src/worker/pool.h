@@ -9,9 +9,11 @@
 // again. Timeouts are not retried (the deadline is the candidate's budget).
 #pragma once
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <future>
 #include <thread>
 #include <memory>
@@ -25,9 +27,12 @@ namespace accelopt::worker {
 
 /// Pool size and defaults of per-call limits.
 struct PoolOptions {
-  int workers = 0;                    ///< number of processes; 0 = number of cores
+  int workers = 0;                    ///< number of processes; 0 = number of CPU cores (neuron: of NeuronCores)
   WorkerConfig config;                ///< how each worker is started
   double default_timeout_s = 300;     ///< wall-clock limit per call when the caller gives none (s)
+  /// NeuronCores for a neuron pool ("0-31", "0,2"); "" = ACCELOPT_NEURON_CORES,
+  /// else neuron-ls (accelopt.backends.neuron_cores). Read by ScopedWorkerPool.
+  std::string neuron_cores;
 };
 
 /// Per-call limits (from the plugin API's limits_json).
@@ -58,8 +63,23 @@ class WorkerPool {
   /// sandbox_violation, python_error, worker_error). With `blobs`, the
   /// worker calls `function(arg, blobs)`, which returns (result, blobs)
   /// (accelopt.sandbox.codec); the returned ones are in the outcome.
+  ///
+  /// `while_held`, if set, runs after a successful call while the worker is
+  /// still reserved for this caller (nothing runs in it, its scratch folder
+  /// is as the candidate left it): the host reads what the candidate wrote
+  /// there (e.g. NEFF/NTFF files to profile, docs/trainium.md) and may add
+  /// to the outcome. It must not throw for candidate faults.
+  using WhileHeld = std::function<void(CallOutcome& outcome, const std::string& scratch)>;
   CallOutcome Call(const std::string& module, const std::string& function, const nlohmann::json& arg,
-                   const CallLimits& limits, const std::vector<std::string>* blobs = nullptr);
+                   const CallLimits& limits, const std::vector<std::string>* blobs = nullptr,
+                   const WhileHeld& while_held = nullptr);
+  /// The NeuronCores of a neuron pool's workers (worker k on the k-th), else empty.
+  std::vector<int> NeuronCores() const {
+    return std::vector<int>(options_.config.neuron_cores.begin(),
+                            options_.config.neuron_cores.begin() + std::min<size_t>(options_.config.neuron_cores.size(), workers_.size()));
+  }
+  /// The backend every worker of this pool serves ("emulator" or "neuron").
+  const std::string& backend() const { return options_.config.backend; }
 
   int size() const { return static_cast<int>(workers_.size()); }
   PoolStats Stats() const;

@@ -96,8 +96,10 @@ NamespaceResult EnterNamespaces(std::vector<std::string>* warnings) {
   _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 70);
 }
 
-bool RestrictFileSystem(const std::vector<std::string>& read_paths, const std::vector<std::string>& write_paths,
-                        std::vector<std::string>* warnings) {
+namespace {
+
+bool Restrict(const std::vector<std::string>& read_paths, const std::vector<std::string>& write_paths,
+              const std::vector<std::string>* exec_paths, std::vector<std::string>* warnings) {
   long abi = syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
   if (abi < 1) {
     warnings->push_back(Errno("no Landlock (file system not restricted)"));
@@ -133,12 +135,31 @@ bool RestrictFileSystem(const std::vector<std::string>& read_paths, const std::v
       warnings->push_back(Errno(("landlock rule for " + path).c_str()));
     close(fd);
   };
-  for (const auto& path : read_paths) add(path, kRead, false);
-  for (const auto& path : write_paths) add(path, handled, true);
+  if (exec_paths == nullptr) {
+    for (const auto& path : read_paths) add(path, kRead, false);
+    for (const auto& path : write_paths) add(path, handled, true);
+  } else {
+    for (const auto& path : read_paths) add(path, kRead & ~uint64_t{LANDLOCK_ACCESS_FS_EXECUTE}, false);
+    for (const auto& path : write_paths) add(path, handled & ~uint64_t{LANDLOCK_ACCESS_FS_EXECUTE}, true);
+    for (const auto& path : *exec_paths) add(path, kRead, false);
+  }
   bool ok = prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 && syscall(SYS_landlock_restrict_self, ruleset, 0) == 0;
   if (!ok) warnings->push_back(Errno("landlock_restrict_self"));
   close(ruleset);
   return ok;
+}
+
+}  // namespace
+
+bool RestrictFileSystem(const std::vector<std::string>& read_paths, const std::vector<std::string>& write_paths,
+                        std::vector<std::string>* warnings) {
+  return Restrict(read_paths, write_paths, nullptr, warnings);
+}
+
+bool RestrictFileSystemWithExec(const std::vector<std::string>& read_paths,
+                                const std::vector<std::string>& write_paths,
+                                const std::vector<std::string>& exec_paths, std::vector<std::string>* warnings) {
+  return Restrict(read_paths, write_paths, &exec_paths, warnings);
 }
 
 }  // namespace accelopt::worker

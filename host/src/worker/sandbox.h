@@ -44,4 +44,12 @@ NamespaceResult EnterNamespaces(std::vector<std::string>* warnings);
 bool RestrictFileSystem(const std::vector<std::string>& read_paths, const std::vector<std::string>& write_paths,
                         std::vector<std::string>* warnings);
 
+/// Landlock with an explicit allow-list of executables: as above, except
+/// that `read_paths` and `write_paths` grant no execute right and only
+/// files beneath `exec_paths` (also readable) may be started with execve
+/// (the hardware profile, docs/trainium.md).
+bool RestrictFileSystemWithExec(const std::vector<std::string>& read_paths,
+                                const std::vector<std::string>& write_paths,
+                                const std::vector<std::string>& exec_paths, std::vector<std::string>* warnings);
+
 }  // namespace accelopt::worker

@@ -41,6 +41,18 @@ const char* const kAllowed[] = {
     "futex", "set_robust_list", "get_robust_list", "rseq", "set_tid_address", "exit", "exit_group",
 };
 
+// Added by the hardware profile (the SDK's compiler runs as child processes;
+// the Neuron runtime drives the device with ioctl and locked memory).
+const char* const kHardwareAllowed[] = {
+    "fork", "vfork", "execve", "execveat", "wait4", "waitid", "kill", "tkill", "tgkill", "setpgid", "setsid",
+    "getpgid", "ioctl", "prctl", "mlock", "mlock2", "munlock", "mlockall", "munlockall", "memfd_create", "shmget",
+    "shmat", "shmdt", "shmctl", "link", "linkat", "symlink", "symlinkat", "sched_setaffinity", "sched_setscheduler",
+    "sched_setparam", "setpriority", "prlimit64", "getxattr", "lgetxattr", "fgetxattr", "listxattr", "llistxattr",
+    "flistxattr", "process_vm_readv", "nice", "inotify_init1", "inotify_add_watch", "inotify_rm_watch", "timerfd_create",
+    "timerfd_settime", "timerfd_gettime", "signalfd4", "epoll_create", "epoll_pwait2", "sync_file_range", "fallocate",
+    "chown", "fchown", "lchown", "fchownat", "futimesat", "utimes", "utime",
+};
+
 // Syscalls whose first argument is a process: allowed for the caller only.
 const char* const kSelfOnly[] = {"kill", "tkill", "tgkill", "prlimit64", "sched_setaffinity"};
 
@@ -66,8 +78,21 @@ std::vector<std::string> AllowedSyscallNames() {
   return names;
 }
 
+std::vector<std::string> HardwareSyscallNames() {
+  std::vector<std::string> names;
+  for (const char* name : kHardwareAllowed) {
+    if (seccomp_syscall_resolve_name(name) != __NR_SCMP_ERROR) names.push_back(name);
+  }
+  return names;
+}
+
 bool InstallCandidatePolicy(std::vector<std::string>* warnings) {
-  scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ERRNO(EPERM));
+  return InstallCandidatePolicy(SyscallProfile::kEmulator, false, warnings);
+}
+
+bool InstallCandidatePolicy(SyscallProfile profile, bool audit, std::vector<std::string>* warnings) {
+  const bool hardware = profile == SyscallProfile::kHardware;
+  scmp_filter_ctx ctx = seccomp_init(hardware && audit ? SCMP_ACT_LOG : SCMP_ACT_ERRNO(EPERM));
   if (ctx == nullptr) {
     warnings->push_back("no seccomp filter (seccomp_init failed): process creation, exec and sockets are not blocked");
     return false;
@@ -80,27 +105,33 @@ bool InstallCandidatePolicy(std::vector<std::string>* warnings) {
     if (r != 0 && rc == 0) rc = r;
   };
   for (const char* name : kAllowed) add(SCMP_ACT_ALLOW, name, 0, nullptr);
+  if (hardware) {
+    for (const char* name : kHardwareAllowed) add(SCMP_ACT_ALLOW, name, 0, nullptr);
+    add(SCMP_ACT_ALLOW, "clone", 0, nullptr);  // child processes of any kind, not only threads
+  }
 
-  const auto self = static_cast<scmp_datum_t>(getpid());
-  for (const char* name : kSelfOnly) {
-    scmp_arg_cmp zero = SCMP_A0_32(SCMP_CMP_EQ, 0);
-    scmp_arg_cmp me = SCMP_A0_32(SCMP_CMP_EQ, self);
-    add(SCMP_ACT_ALLOW, name, 1, &me);
-    // 0 means the caller for these two; for kill it means the process group
-    // (the worker itself), so kill gets no such exception.
-    if (std::strcmp(name, "prlimit64") == 0 || std::strcmp(name, "sched_setaffinity") == 0)
-      add(SCMP_ACT_ALLOW, name, 1, &zero);
+  if (!hardware) {  // the hardware profile allows these without an argument check
+    const auto self = static_cast<scmp_datum_t>(getpid());
+    for (const char* name : kSelfOnly) {
+      scmp_arg_cmp zero = SCMP_A0_32(SCMP_CMP_EQ, 0);
+      scmp_arg_cmp me = SCMP_A0_32(SCMP_CMP_EQ, self);
+      add(SCMP_ACT_ALLOW, name, 1, &me);
+      // 0 means the caller for these two; for kill it means the process group
+      // (the worker itself), so kill gets no such exception.
+      if (std::strcmp(name, "prlimit64") == 0 || std::strcmp(name, "sched_setaffinity") == 0)
+        add(SCMP_ACT_ALLOW, name, 1, &zero);
+    }
+    for (unsigned long request : kIoctls) {
+      scmp_arg_cmp cmp = SCMP_A1_32(SCMP_CMP_EQ, static_cast<scmp_datum_t>(request));
+      add(SCMP_ACT_ALLOW, "ioctl", 1, &cmp);
+    }
+    for (int option : kPrctls) {
+      scmp_arg_cmp cmp = SCMP_A0_32(SCMP_CMP_EQ, static_cast<scmp_datum_t>(option));
+      add(SCMP_ACT_ALLOW, "prctl", 1, &cmp);
+    }
+    scmp_arg_cmp thread = SCMP_A0_64(SCMP_CMP_MASKED_EQ, kCloneThread, kCloneThread);
+    add(SCMP_ACT_ALLOW, "clone", 1, &thread);
   }
-  for (unsigned long request : kIoctls) {
-    scmp_arg_cmp cmp = SCMP_A1_32(SCMP_CMP_EQ, static_cast<scmp_datum_t>(request));
-    add(SCMP_ACT_ALLOW, "ioctl", 1, &cmp);
-  }
-  for (int option : kPrctls) {
-    scmp_arg_cmp cmp = SCMP_A0_32(SCMP_CMP_EQ, static_cast<scmp_datum_t>(option));
-    add(SCMP_ACT_ALLOW, "prctl", 1, &cmp);
-  }
-  scmp_arg_cmp thread = SCMP_A0_64(SCMP_CMP_MASKED_EQ, kCloneThread, kCloneThread);
-  add(SCMP_ACT_ALLOW, "clone", 1, &thread);
   add(SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, nullptr);  // its flags sit behind a pointer: make glibc use clone
 
   if (rc == 0) rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 1);

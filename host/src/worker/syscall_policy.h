@@ -25,6 +25,27 @@ namespace accelopt::worker {
 /// supported).
 bool InstallCandidatePolicy(std::vector<std::string>* warnings);
 
+/// Which allow-list a worker's candidates run under.
+enum class SyscallProfile {
+  kEmulator,  ///< the list above
+  kHardware,  ///< plus what the Neuron SDK's compiler processes and the device need (below)
+};
+
+/// InstallCandidatePolicy for `profile`. kHardware adds process creation
+/// and exec (fork, vfork, clone of any kind, execve, execveat, wait4,
+/// waitid; Landlock limits exec to the executables of the hardware profile),
+/// signals to any process (the worker's PID namespace holds only its own
+/// candidate processes), process groups (setpgid, setsid), every ioctl and
+/// prctl (the device driver's requests), mlock family, memfd_create, SysV
+/// shared memory (the worker has its own IPC namespace) and links. Sockets
+/// and io_uring stay refused. With `audit` (ACCELOPT_SECCOMP_AUDIT=1, a
+/// discovery aid for new SDK releases) calls outside the list are allowed
+/// and logged by the kernel's audit instead of refused.
+bool InstallCandidatePolicy(SyscallProfile profile, bool audit, std::vector<std::string>* warnings);
+
+/// Names of the system calls the hardware profile adds without an argument check.
+std::vector<std::string> HardwareSyscallNames();
+
 /// Names of the system calls the allow-list admits without an argument
 /// check (for docs and tests).
 std::vector<std::string> AllowedSyscallNames();

@@ -49,6 +49,35 @@ std::vector<PageRange> g_written_pages;
 // Candidate processes killed after their reply, reaped once the next
 // candidate runs (their teardown, ~3 ms, overlaps the host's judging).
 std::vector<pid_t> g_to_reap;
+// The hardware profile (neuron backend, docs/trainium.md): candidates may
+// start the SDK's compiler processes, so every process of a candidate is
+// killed before its reply leaves, and no spare is forked ahead (it would be
+// killed with them).
+bool g_hardware = false;
+// This worker is pid 1 of its own PID namespace (kill(-1) reaches exactly
+// its candidates' processes).
+bool g_pid_namespace = false;
+
+bool Hardware(const WorkerMainOptions& options) { return options.backend == "neuron"; }
+
+// Hardware profile: SIGKILLs every process a candidate started (all of the
+// worker's PID namespace but the worker, else the candidate's process
+// group) and reaps them, so nothing in the sandbox runs while the host reads
+// the candidate's files.
+void KillCandidateTree(pid_t candidate) {
+  if (g_pid_namespace) {
+    kill(-1, SIGKILL);
+  } else if (candidate > 0) {
+    kill(-candidate, SIGKILL);
+    kill(candidate, SIGKILL);
+  }
+  int status = 0;
+  while (true) {
+    pid_t reaped = waitpid(-1, &status, 0);
+    if (reaped < 0 && errno == EINTR) continue;
+    if (reaped < 0) break;  // ECHILD: every child is gone
+  }
+}
 
 void ReapKilled() {
   for (pid_t pid : g_to_reap) {
@@ -237,6 +266,7 @@ void CloseAllBut(std::vector<int> keep) {
 int SpareBody(const WorkerMainOptions& options, int request_fd, int reply_fd, int done_fd) {
   CloseAllBut({request_fd, reply_fd, done_fd});  // never the host's pipes or another candidate's reply
   prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (g_hardware) setpgid(0, 0);  // its compiler processes form one group (KillCandidateTree)
   PrefaultPages(g_written_pages);  // copy-on-write broken now, while the previous candidate runs
   // Warm up only while idle: with its request already waiting it would only delay it.
   const char* warm = std::getenv("ACCELOPT_SPARE_WARM_UP");
@@ -252,7 +282,10 @@ int SpareBody(const WorkerMainOptions& options, int request_fd, int reply_fd, in
   // goes through the candidate allow-list (and its compilation by libseccomp,
   // ~ms, is off the request's critical path).
   std::vector<std::string> warnings;
-  if (options.sandbox && !InstallCandidatePolicy(&warnings)) spdlog::debug("{}", warnings.back());
+  const char* audit = std::getenv("ACCELOPT_SECCOMP_AUDIT");
+  SyscallProfile profile = g_hardware ? SyscallProfile::kHardware : SyscallProfile::kEmulator;
+  if (options.sandbox && !InstallCandidatePolicy(profile, audit != nullptr && std::string(audit) == "1", &warnings))
+    spdlog::debug("{}", warnings.back());
   LineReader reader(request_fd);
   std::string line;
   if (reader.ReadLine(&line, -1) != LineReader::kLine) return 0;  // retired unused
@@ -364,14 +397,20 @@ bool ServeOne(const WorkerMainOptions& options, const nlohmann::json& request, p
     double started = SteadyNowMs();
     current = *spare;
     *spare = Spare{};
-    try {
-      *spare = ForkSpare(options);
-    } catch (const std::exception& fork_error) {
-      spdlog::warn("{}", fork_error.what());  // the next request forks on demand
+    if (!g_hardware) {
+      try {
+        *spare = ForkSpare(options);
+      } catch (const std::exception& fork_error) {
+        spdlog::warn("{}", fork_error.what());  // the next request forks on demand
+      }
     }
     ReapKilled();
     ChildEnd end = WaitForChild(current.pid, deadline_s, started, current.done_fd);
-    if (end.stopped) stopped = current.pid;  // discarded once its reply is on its way
+    if (g_hardware) {
+      KillCandidateTree(current.pid);  // before the host reads what it left in scratch
+    } else if (end.stopped) {
+      stopped = current.pid;  // discarded once its reply is on its way
+    }
     current.pid = -1;
     if (end.timed_out || end.signal != 0 || end.exit_code != 0) {
       auto [kind, text] = ClassifyEnd(end, deadline_s);
@@ -397,6 +436,28 @@ bool ServeOne(const WorkerMainOptions& options, const nlohmann::json& request, p
   return sent;
 }
 
+// What the profile adds to Landlock's lists (accelopt.sandbox.hardware_profile):
+// the user's ACCELOPT_SANDBOX_READ/WRITE, and for the hardware profile the
+// Neuron paths and the executables candidates may start.
+struct SandboxPaths {
+  std::vector<std::string> read, write, exec;
+};
+
+SandboxPaths ProfilePaths(const WorkerMainOptions& options, const nlohmann::json& versions) {
+  nlohmann::json paths;
+  if (Hardware(options)) {
+    nlohmann::json location = versions.contains("sdk") ? versions["sdk"].value("location", nlohmann::json()) : nullptr;
+    paths = python::CallJson("accelopt.sandbox.hardware_profile", "neuron_paths", location);
+  } else {
+    paths = python::CallJson("accelopt.sandbox.hardware_profile", "extra_paths", nullptr);
+  }
+  SandboxPaths out;
+  for (const auto& p : paths.value("read", nlohmann::json::array())) out.read.push_back(p.get<std::string>());
+  for (const auto& p : paths.value("write", nlohmann::json::array())) out.write.push_back(p.get<std::string>());
+  for (const auto& p : paths.value("exec", nlohmann::json::array())) out.exec.push_back(p.get<std::string>());
+  return out;
+}
+
 // Forks a child that installs the candidate policy and tries what it must
 // refuse; the outcome becomes a startup warning when the policy cannot hold.
 void ProbeCandidatePolicy(std::vector<std::string>* warnings) {
@@ -405,7 +466,7 @@ void ProbeCandidatePolicy(std::vector<std::string>* warnings) {
   pid_t child = ForkWithPython([&] {
     close(pipe_fds[0]);
     std::vector<std::string> found;
-    if (!InstallCandidatePolicy(&found)) {
+    if (!InstallCandidatePolicy(g_hardware ? SyscallProfile::kHardware : SyscallProfile::kEmulator, false, &found)) {
       std::string text = found.empty() ? "no seccomp filter" : found.back();
       (void)!write(pipe_fds[1], text.data(), text.size());
       return 1;
@@ -434,15 +495,18 @@ int WorkerMain(const WorkerMainOptions& options) {
   spdlog::set_pattern("%l %v");
   std::vector<std::string> warnings;
   ApplyResourceLimits(options.memory_bytes, options.cpu_seconds, &warnings);
-  if (options.sandbox) EnterNamespaces(&warnings);  // from here on this process may be pid 1 of its namespace
+  g_hardware = Hardware(options);
+  if (options.sandbox) g_pid_namespace = EnterNamespaces(&warnings).pid;  // this process may now be pid 1 of its namespace
+  if (g_hardware && !g_pid_namespace) prctl(PR_SET_CHILD_SUBREAPER, 1);  // orphaned compiler processes come back to us
 
   nlohmann::json versions;
   try {
     python::Initialize(options.python_paths);
-    versions = python::CallJson("accelopt.sandbox.worker_entry", "startup", {{"worker_id", options.id}});
+    versions = python::CallJson("accelopt.sandbox.worker_entry", "startup",
+                                {{"worker_id", options.id}, {"backend", options.backend}});
     g_identity = NamespaceSnapshot::Take();
     const char* prefault = std::getenv("ACCELOPT_PREFAULT");
-    if (prefault == nullptr || std::string(prefault) != "0") {
+    if (!g_hardware && (prefault == nullptr || std::string(prefault) != "0")) {
       g_written_pages = LearnWrittenPages([] {  // needs /proc: before Landlock
         python::CallJson("accelopt.sandbox.worker_entry", "warm_up", nullptr);
         if (g_identity) g_identity->Unchanged();
@@ -460,14 +524,27 @@ int WorkerMain(const WorkerMainOptions& options) {
     for (const auto& path : python::SysPathEntries(options.python_paths)) readable.push_back(path);
     std::vector<std::string> writable = {"/dev/null"};
     if (!options.scratch.empty()) writable.push_back(options.scratch);
-    RestrictFileSystem(readable, writable, &warnings);
+    try {
+      SandboxPaths extra = ProfilePaths(options, versions);
+      readable.insert(readable.end(), extra.read.begin(), extra.read.end());
+      writable.insert(writable.end(), extra.write.begin(), extra.write.end());
+      if (g_hardware) {
+        RestrictFileSystemWithExec(readable, writable, extra.exec, &warnings);
+      } else {
+        RestrictFileSystem(readable, writable, &warnings);
+      }
+    } catch (const std::exception& error) {
+      nlohmann::json reply = {{"ready", false}, {"error", std::string("sandbox paths: ") + error.what()}};
+      WriteLine(kReplyFd, reply.dump());
+      return 71;
+    }
     ProbeCandidatePolicy(&warnings);
   } else {
     warnings.push_back("sandbox disabled (--no-sandbox)");
   }
   Spare spare;
   try {
-    spare = ForkSpare(options);
+    if (!g_hardware) spare = ForkSpare(options);
   } catch (const std::exception& error) {
     warnings.push_back(error.what());
   }

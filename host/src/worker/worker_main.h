@@ -32,6 +32,7 @@ struct WorkerMainOptions {
   uint64_t memory_bytes = 0;             ///< RLIMIT_AS of the process in bytes; 0 = none
   uint64_t cpu_seconds = 0;              ///< RLIMIT_CPU hard backstop in s; 0 = none
   bool sandbox = true;                   ///< false: skip namespaces, Landlock and seccomp (debugging)
+  std::string backend = "emulator";      ///< "emulator" or "neuron": what is loaded and which sandbox profile applies
 };
 
 /// Runs the worker until its request pipe closes. Returns the process exit

@@ -48,7 +48,41 @@ constexpr size_t kMaxReplyHeader = 64u << 20;
 constexpr double kDeadlineGraceS = 10;
 // Environment variables a worker inherits (no API keys, no PYTHON*).
 const char* const kPassedEnv[] = {"PATH", "LANG", "LC_ALL", "LC_CTYPE", "ACCELOPT_PYTHON_PATH", "NEURON_RT_VISIBLE_CORES",
-                                   "ACCELOPT_SPARE_WARM_UP", "ACCELOPT_PREFAULT"};
+                                   "ACCELOPT_SPARE_WARM_UP", "ACCELOPT_PREFAULT", "ACCELOPT_SANDBOX_READ",
+                                   "ACCELOPT_SANDBOX_WRITE", "ACCELOPT_NEURON_ROOT", "ACCELOPT_SECCOMP_AUDIT"};
+// Also passed to neuron workers: the Neuron runtime's and compiler's settings
+// (NEURON_*) and where the user's Neuron installation lives.
+const char* const kNeuronEnv[] = {"LD_LIBRARY_PATH", "VIRTUAL_ENV"};
+
+// The environment of a worker: the allow-lists above, a private HOME/TMPDIR
+// and, for neuron workers, their NeuronCore.
+std::vector<std::string> WorkerEnvironment(const WorkerConfig& config, int id, const std::string& scratch) {
+  std::vector<std::string> env;
+  const bool neuron = config.backend == "neuron";
+  for (const char* name : kPassedEnv) {
+    if (neuron && std::string(name) == "NEURON_RT_VISIBLE_CORES" && !config.neuron_cores.empty()) continue;
+    if (const char* value = std::getenv(name)) env.push_back(std::string(name) + "=" + value);
+  }
+  if (neuron) {
+    for (const char* name : kNeuronEnv) {
+      if (const char* value = std::getenv(name)) env.push_back(std::string(name) + "=" + value);
+    }
+    for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+      std::string text = *entry;
+      if (text.rfind("NEURON_", 0) == 0 && text.rfind("NEURON_RT_VISIBLE_CORES=", 0) != 0) env.push_back(text);
+    }
+    if (!config.neuron_cores.empty()) {
+      int core = config.neuron_cores[static_cast<size_t>(id) % config.neuron_cores.size()];
+      env.push_back("NEURON_RT_VISIBLE_CORES=" + std::to_string(core));
+    }
+  }
+  env.push_back("HOME=" + scratch);
+  env.push_back("TMPDIR=" + scratch);
+  if (config.single_thread_math) {
+    for (const char* name : {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"}) env.push_back(std::string(name) + "=1");
+  }
+  return env;
+}
 
 // A pipe whose ends are >= 10 and close-on-exec (so dup2 onto 0..3 never collides).
 void MakePipe(int fds[2]) {
@@ -126,15 +160,9 @@ void WorkerProcess::Start() {
     args.push_back(path);
   }
   if (!config_.sandbox) args.push_back("--no-sandbox");
-  std::vector<std::string> env;
-  for (const char* name : kPassedEnv) {
-    if (const char* value = std::getenv(name)) env.push_back(std::string(name) + "=" + value);
-  }
-  env.push_back("HOME=" + Scratch());
-  env.push_back("TMPDIR=" + Scratch());
-  if (config_.single_thread_math) {
-    for (const char* name : {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"}) env.push_back(std::string(name) + "=1");
-  }
+  args.push_back("--backend");
+  args.push_back(config_.backend);
+  std::vector<std::string> env = WorkerEnvironment(config_, id_, Scratch());
   std::vector<char*> argv, envp;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

@@ -36,6 +36,10 @@ struct WorkerConfig {
   bool single_thread_math = true;        ///< OPENBLAS/OMP/MKL_NUM_THREADS=1
   bool sandbox = true;                   ///< namespaces, Landlock, seccomp in the worker
   double startup_timeout_s = 120;        ///< spawn until "ready", in s
+  std::string backend = "emulator";      ///< "emulator" | "neuron": what the workers load, which sandbox profile
+  /// neuron: the NeuronCore of each worker (worker k, and any respawn of
+  /// it, gets NEURON_RT_VISIBLE_CORES=neuron_cores[k]); empty = inherit.
+  std::vector<int> neuron_cores;
 };
 
 /// Outcome of one request.

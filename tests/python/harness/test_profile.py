@@ -8,7 +8,7 @@ from accelopt.backends import PROFILE_FIELDS
 from accelopt.backends import emulator
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
-RESULT_KEYS = {"compiled", "correct", "latency_ms", "estimated", "backend", "target", "metrics",
+RESULT_KEYS = {"compiled", "correct", "latency_ms", "estimated", "backend", "backend_reason", "sdk_version", "target", "metrics",
                "rel_errors", "error"}
 
 

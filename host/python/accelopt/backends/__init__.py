@@ -5,9 +5,6 @@ an exception is a compile error (``is_compile_error``) or which error kind it
 is (``error_kind``), and measures latency
 and profile metrics of the last run's inputs (``measure``).
 """
-import importlib.machinery
-import sys
-
 # The profile fields AccelOpt keeps (prompts/profile_list.json; accelopt-behavior §2.4).
 PROFILE_FIELDS = (
     "hbm_read_bytes", "hbm_write_bytes", "psum_read_bytes", "psum_write_bytes",
@@ -37,7 +34,7 @@ class Backend:
         self.target = target
 
     def prepare(self):
-        """Makes ``neuronxcc.nki`` importable for kernel modules. Raises RuntimeError if impossible."""
+        """Makes the NKI namespaces importable for kernel modules. Raises RuntimeError if impossible."""
         raise NotImplementedError
 
     def run(self, kernel, args, profiled=False):
@@ -69,43 +66,54 @@ class Backend:
         raise NotImplementedError
 
 
-def _is_emulator_module(module):
-    return bool(getattr(module, "__nki_emu__", False)) or "nki_emu" in (getattr(module, "__file__", "") or "") \
-        or "nki_emu" in getattr(module, "__name__", "")
-
-
 def neuron_available():
-    """True if a real (non-emulated) ``neuronxcc`` package is installed.
-
-    Looks on sys.path with the path finder, so a ``neuronxcc`` that the
-    emulator registered in sys.modules does not count.
-    """
-    module = sys.modules.get("neuronxcc")
-    if module is not None and not _is_emulator_module(module):
-        return True
-    return importlib.machinery.PathFinder.find_spec("neuronxcc") is not None
+    """True if a real (non-emulated) Neuron SDK (``nki`` or ``neuronxcc``) is importable (backends.sdk)."""
+    from .sdk import sdk_info
+    return sdk_info()["available"]
 
 
-def resolve_backend_name(name):
-    """Maps "auto" to "neuron" when real neuronxcc is installed, else "emulator".
+def choose_backend(name):
+    """Resolves ``name`` and says why.
 
-    Raises ValueError for an unknown name.
+    Returns {"backend": "emulator"|"neuron", "requested": name, "reason":
+    str, "sdk_version": str|None, "namespace": "nki"|"neuronxcc.nki"|None}.
+    "auto" is the real SDK when it is importable in this interpreter, else
+    the emulator. Raises ValueError for an unknown name.
     """
     if name not in BACKEND_NAMES:
         raise ValueError(f"unknown backend {name!r}; expected one of {BACKEND_NAMES}")
-    if name == "auto":
-        return "neuron" if neuron_available() else "emulator"
-    return name
+    if name == "emulator":
+        return {"backend": "emulator", "requested": name, "reason": "the emulator was requested",
+                "sdk_version": None, "namespace": None}
+    from .sdk import sdk_info
+    info = sdk_info()
+    if name == "neuron":
+        reason = "the neuron backend was requested; " + info["reason"] if info["available"] else \
+            "the neuron backend was requested but " + info["reason"].split(";")[0]
+        return {"backend": "neuron", "requested": name, "reason": reason, "sdk_version": info["version"],
+                "namespace": info["namespace"]}
+    return {"backend": "neuron" if info["available"] else "emulator", "requested": name,
+            "reason": "auto: " + info["reason"], "sdk_version": info["version"], "namespace": info["namespace"]}
 
 
-def make_backend(name, target):
+def resolve_backend_name(name):
+    """Maps "auto" to "neuron" when a real Neuron SDK is importable, else "emulator".
+
+    Raises ValueError for an unknown name.
+    """
+    return choose_backend(name)["backend"]
+
+
+def make_backend(name, target, external_profiler=False):
     """Returns a Backend for ``name`` ("auto"|"emulator"|"neuron") and ``target``.
 
-    Raises ValueError for an unknown name or target.
+    ``external_profiler`` (neuron only): timed runs leave NEFF/NTFF files for
+    the trusted host to profile (NeuronBackend). Raises ValueError for an
+    unknown name or target.
     """
     resolved = resolve_backend_name(name)
     if resolved == "neuron":
         from .neuron import NeuronBackend
-        return NeuronBackend(target)
+        return NeuronBackend(target, external_profiler=external_profiler)
     from .emulator import EmulatorBackend
     return EmulatorBackend(target)

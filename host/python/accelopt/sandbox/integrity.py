@@ -21,7 +21,20 @@ WATCHED_PREFIXES = ("numpy", "builtins", "nki_emu", "neuronxcc", "nki", "accelop
                     "base64", "hashlib", "io")
 
 
+# Prefixes left out of the watch; on the neuron backend the SDK's own modules
+# (it caches and lazily imports while compiling, and the latency comes from
+# the device, profiled by the host: docs/trainium.md). See unwatch_sdk().
+_UNWATCHED_PREFIXES = []
+
+
+def unwatch_sdk():
+    """Stops watching the Neuron SDK's modules (``neuronxcc``, ``nki``); called by a neuron worker at startup."""
+    _UNWATCHED_PREFIXES.extend(("neuronxcc", "nki"))
+
+
 def _watched(name):
+    if any(name == p or name.startswith(p + ".") for p in _UNWATCHED_PREFIXES):
+        return False
     return any(name == p or name.startswith(p + ".") for p in WATCHED_PREFIXES) \
         and not name.startswith("accelopt_candidate_")
 

@@ -105,29 +105,50 @@ def _as_tuple(value):
     return (value,)
 
 
+# The backend this worker was started for (worker_entry.startup); None outside a worker.
+WORKER_BACKEND = None
+
+
+def _prepared_backend(request):
+    """The request's backend, prepared; raises KernelFailure(worker_error) when this worker cannot run it."""
+    name = request.get("backend", "emulator")
+    if WORKER_BACKEND is not None and name != WORKER_BACKEND:
+        raise KernelFailure("worker_error", f"this worker runs the {WORKER_BACKEND} backend; the request "
+                                            f"asked for {name}")
+    try:
+        backend = make_backend(name, request.get("target", "trn1"),
+                               external_profiler=bool(request.get("external_profiler", False)))
+        backend.prepare()
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the environment's fault, not the candidate's
+        raise KernelFailure("worker_error", f"the {name} backend cannot start: {type(exc).__name__}: {exc}",
+                            R.format_exception(exc)) from exc
+    return backend
+
+
 @codec.packed
 def run_kernel(request, blobs):
     """Runs a candidate on the given input sets; returns what the host needs to judge it.
 
     Packed convention (codec): ``request``: ``kernel_source`` (str),
     ``kernel_path`` (str, for messages), ``backend`` ("emulator"|"neuron"),
-    ``target``, ``runs`` (list of lists of input descriptors into
-    ``blobs``), ``timed_run`` (index of the run whose cost is measured, or
-    -1).
+    ``target``, ``external_profiler`` (bool: neuron only; leave the timed
+    run's NEFF/NTFF files for the host instead of profiling here), ``runs``
+    (list of lists of input descriptors into ``blobs``), ``timed_run``
+    (index of the run whose cost is measured, or -1).
 
     Returns ``(out, out_blobs)`` with out = ``{"compiled": bool, "runs": [{"outputs": [encoded...],
     "input_digests": [hex...], "aliasing": str|None}...], "latency_ms",
-    "metrics", "timing_error": str|None, "error": None|{"kind", "message",
+    "metrics", "device_artifacts"? (external_profiler: [{"neff", "ntff"}] file
+    names in the temp folder), "timing_error": str|None, "error": None|{"kind", "message",
     "traceback", "run": index}}``; the outputs' bytes are in out_blobs. Runs
     after a failing one are not executed.
     """
     kernel_path = request["kernel_path"]
     out = {"compiled": False, "runs": [], "latency_ms": None, "metrics": {}, "timing_error": None, "error": None}
     out_blobs = []
-    backend = make_backend(request.get("backend", "emulator"), request.get("target", "trn1"))
-    backend.prepare()
     module_name = None
     try:
+        backend = _prepared_backend(request)
         kernel, module_name = load_kernel_source(request["kernel_source"], kernel_path)
         timed = request.get("timed_run", -1)
         for index, encoded in enumerate(request["runs"]):
@@ -152,8 +173,12 @@ def run_kernel(request, blobs):
             out["runs"].append(record)
             if index == timed:
                 try:
-                    latency, metrics = backend.measure(kernel, args)
-                    out["latency_ms"], out["metrics"] = float(latency), metrics
+                    if getattr(backend, "external_profiler", False):
+                        # The host profiles these files (accelopt.backends.device_profile).
+                        out["device_artifacts"] = backend.save_profile_runs(kernel, args)
+                    else:
+                        latency, metrics = backend.measure(kernel, args)
+                        out["latency_ms"], out["metrics"] = float(latency), metrics
                 except (Exception, SystemExit) as exc:  # noqa: BLE001 - reported as timing_error
                     out["timing_error"] = f"timing failed: {type(exc).__name__}: {exc}"
     except KernelFailure as failure:

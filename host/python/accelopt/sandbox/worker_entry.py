@@ -26,9 +26,14 @@ MAX_TEXT = 64 * 1024
 
 
 def startup(info):
-    """Imports NumPy, the emulator, its cost model and the harness; records the integrity baselines.
+    """Imports NumPy, the backend, its cost model and the harness; records the integrity baselines.
 
-    ``info``: {"worker_id": int}. Returns {"numpy": version, "python": version}.
+    ``info``: {"worker_id": int, "backend"?: "emulator" (default)|"neuron"}.
+    Only the backend the worker serves is loaded: the emulator is installed
+    as ``neuronxcc.nki``/``nki`` for "emulator" and never for "neuron", whose
+    workers import the real SDK instead (docs/trainium.md). Returns
+    {"numpy", "python", "backend", "sdk"?}. Raises RuntimeError when the
+    neuron backend's SDK is not importable.
     """
     global _baseline, _digests
     import faulthandler
@@ -39,9 +44,27 @@ def startup(info):
         except (ValueError, OSError, AttributeError):
             pass
     import numpy  # noqa: F401 - the point is to import it once, now
-    import nki_emu
-    from . import untrusted  # noqa: F401
+    from . import untrusted
     from .. import profile  # noqa: F401
+    backend = (info or {}).get("backend", "emulator")
+    versions = {"numpy": numpy.__version__, "python": sys.version.split()[0], "backend": backend}
+    if backend == "neuron":
+        versions["sdk"] = _start_neuron()
+    elif backend == "emulator":
+        _start_emulator()
+    else:
+        raise RuntimeError(f"unknown worker backend {backend!r}")
+    untrusted.WORKER_BACKEND = backend
+    _baseline = integrity.snapshot()
+    _digests = integrity.content_digests()
+    import gc
+    gc.collect()
+    gc.freeze()  # candidate processes' collections never touch (copy) the zygote's objects
+    return versions
+
+
+def _start_emulator():
+    import nki_emu
     from ..backends import emulator  # noqa: F401
     nki_emu.install()
     from nki_emu import blas_threads
@@ -52,12 +75,24 @@ def startup(info):
     for name in ("targets", "formulas", "metrics", "residency", "scheduler", "tracer"):
         importlib.import_module("nki_emu.cost." + name)
     warm_up(None)  # lazy imports and caches, once, in the zygote
-    _baseline = integrity.snapshot()
-    _digests = integrity.content_digests()
-    import gc
-    gc.collect()
-    gc.freeze()  # candidate processes' collections never touch (copy) the zygote's objects
-    return {"numpy": numpy.__version__, "python": sys.version.split()[0]}
+
+
+def _start_neuron():
+    """Imports the real SDK's NKI once, in the zygote; returns backends.sdk's description of it."""
+    from ..backends import neuron  # noqa: F401
+    from ..backends.sdk import sdk_info
+    info = sdk_info()
+    if not info["available"]:
+        raise RuntimeError("neuron worker: " + info["reason"].split(";")[0])
+    os.environ.update(neuron.NEURON_ENV)
+    importlib.import_module(info["namespace"])
+    for sub in ("language", "isa"):
+        try:
+            importlib.import_module(info["namespace"] + "." + sub)
+        except ImportError:
+            pass
+    integrity.unwatch_sdk()
+    return {k: info[k] for k in ("namespace", "version", "location")}
 
 
 # A trusted kernel the worker runs once at startup (lazy imports and the
@@ -89,6 +124,8 @@ def warm_up(info):
     """
     import numpy as np
     from . import codec, untrusted
+    if untrusted.WORKER_BACKEND not in (None, "emulator"):
+        return None  # a hardware run would compile for seconds: no warm-up
     try:
         blobs = []
         inputs = [codec.encode(np.ones((128, 64), np.float32), blobs)]

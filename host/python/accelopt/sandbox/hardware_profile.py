@@ -1,0 +1,66 @@
+"""What a worker's sandbox allows on the neuron backend beyond the emulator's (docs/trainium.md).
+
+The emulator profile lets a candidate read the Python installation and its
+sys.path, write its scratch folder, and start no program. A hardware worker
+must also compile (the SDK runs its compiler as child processes) and reach
+the device, so its Landlock rules add:
+
+* read: the interpreter's prefixes (a Neuron virtual environment), the
+  Neuron tree (``/opt/aws/neuron`` or $ACCELOPT_NEURON_ROOT), ``/sys``
+  (device discovery), the few ``/etc`` files the dynamic loader and the
+  C library read;
+* read/write: the device nodes ``/dev/neuron*``;
+* execute, and nothing else: the interpreter, the virtual environment's
+  ``bin``, the SDK package's own folder (its compiler binaries), the Neuron
+  tree's ``bin`` and ``/bin/sh``.
+
+Both profiles add $ACCELOPT_SANDBOX_READ / $ACCELOPT_SANDBOX_WRITE
+(colon-separated folders), the documented way to grant what a particular
+installation needs.
+"""
+import glob
+import os
+import sys
+
+_ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/nsswitch.conf", "/etc/passwd",
+              "/etc/group", "/etc/localtime", "/etc/os-release", "/etc/hosts")
+
+
+def _split(value):
+    return [p for p in (value or "").split(":") if p]
+
+
+def _existing(paths):
+    out = []
+    for path in paths:
+        if path and os.path.exists(path) and path not in out:
+            out.append(path)
+    return out
+
+
+def extra_paths(_info=None):
+    """The user's additions for every profile: {"read": [...], "write": [...]} (existing folders only)."""
+    return {"read": _existing(_split(os.environ.get("ACCELOPT_SANDBOX_READ"))),
+            "write": _existing(_split(os.environ.get("ACCELOPT_SANDBOX_WRITE")))}
+
+
+def neuron_paths(sdk_location=None):
+    """Landlock paths of the hardware profile: {"read", "write", "exec"} (lists of existing paths).
+
+    ``sdk_location``: the SDK's module file or folder (backends.sdk), whose
+    package folder may hold the compiler's executables. Never raises.
+    """
+    root = os.environ.get("ACCELOPT_NEURON_ROOT", "/opt/aws/neuron")
+    prefixes = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
+    read = prefixes + [root, "/sys"] + list(_ETC_FILES)
+    execute = [os.path.realpath(sys.executable) if sys.executable else "", sys.executable or "",
+               os.path.join(sys.prefix, "bin"), os.path.join(root, "bin"), "/bin/sh", "/usr/bin/sh",
+               os.path.realpath("/bin/sh")]
+    if sdk_location:
+        package = sdk_location if os.path.isdir(sdk_location) else os.path.dirname(sdk_location)
+        execute.append(package)
+        read.append(package)
+    extra = extra_paths()
+    return {"read": _existing(read + extra["read"]),
+            "write": _existing(sorted(glob.glob("/dev/neuron*")) + extra["write"]),
+            "exec": _existing(execute)}
