@@ -40,20 +40,20 @@ bool WantCase(const std::string& selection, const std::string& case_id) {
 }
 
 json Run(StageContext& ctx) {
-  const json& with = ctx.With();
-  fs::path dir = fs::absolute(with.at("dir").get<std::string>()).lexically_normal();
+  // Every default comes from the schema (kParams below).
+  fs::path dir = fs::absolute(ctx.Param<std::string>("dir")).lexically_normal();
   fs::path summary_path = dir / "summary.json";
   std::ifstream in(summary_path);
   if (!in) throw StageFailure("config_error", "no summary.json in " + dir.string() + " (expected NKIBench format)");
   json summary = json::parse(in, nullptr, false);
   if (!summary.is_object()) throw StageFailure("config_error", summary_path.string() + ": not a JSON object");
 
-  const std::string selection = with.value("cases", "full");
+  const std::string selection = ctx.Param<std::string>("cases");
   if (selection != "full" && selection != "small" && selection != "all") {
     throw StageFailure("config_error", "cases must be full, small or all, got '" + selection + "'");
   }
-  const double default_tol = with.value("rel_tol", 2e-5);
-  const json overrides = with.value("rel_tol_overrides", json::object());
+  const double default_tol = ctx.Param<double>("rel_tol");
+  const json overrides = ctx.Param<json>("rel_tol_overrides");
 
   json cases = json::array();
   json problems = json::array();

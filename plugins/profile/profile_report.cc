@@ -2,7 +2,7 @@
 // (profile_results.csv with its columns) plus a JSON file and a summary
 // text, at the top of the run directory.
 #include <filesystem>
-#include <fstream>
+#include <sstream>
 
 #include "accelopt/plugin_sdk.hpp"
 #include "profile_stages.h"
@@ -41,12 +41,10 @@ json ProfileColumn(const json& result) {
 }  // namespace
 
 json RunProfileReport(StageContext& ctx) {
-  const json& given = ctx.With().at("results");
+  const json given = ctx.OptionalParam<json>("results").value_or(json::array());
   const json results = given.is_array() ? given : json::array();
-  fs::path out_dir = ctx.With().value("out_dir", ctx.RunDir());
-  fs::create_directories(out_dir);
-  std::ofstream csv(out_dir / "profile_results.csv");
-  if (!csv) throw StageFailure("io_error", "cannot write " + (out_dir / "profile_results.csv").string());
+  const fs::path out_dir = ctx.OptionalParam<std::string>("out_dir").value_or(ctx.RunDir());
+  std::ostringstream csv;
   csv << "problem,values,case_id,task,kernel,case_name,service_name,profile\n";
   json rows = json::array();
   int correct = 0;
@@ -62,17 +60,17 @@ json RunProfileReport(StageContext& ctx) {
     if (profile.value("correct", false)) ++correct;
     rows.push_back({{"case", item}, {"profile", profile}});
   }
-  std::ofstream(out_dir / "profile_results.json") << rows.dump(2) << "\n";
+  accelopt::sdk::WriteFile(out_dir / "profile_results.csv", csv.str());
+  accelopt::sdk::WriteJsonFile(out_dir / "profile_results.json", rows);
   json outputs = {{"csv", (out_dir / "profile_results.csv").string()},
                   {"json", (out_dir / "profile_results.json").string()},
                   {"total", results.size()},
                   {"correct", correct},
                   {"failed", static_cast<int>(results.size()) - correct}};
-  if (ctx.With().contains("summary") && ctx.With()["summary"].is_string()) {
-    std::string summary = ctx.With()["summary"].get<std::string>();
-    std::ofstream(out_dir / "summary.txt") << summary;
+  if (const auto summary = ctx.OptionalParam<std::string>("summary")) {
+    accelopt::sdk::WriteFile(out_dir / "summary.txt", *summary);
     outputs["summary"] = (out_dir / "summary.txt").string();
-    ctx.Info("summary:\n" + summary);
+    ctx.Info("summary:\n" + *summary);
   }
   ctx.Info(std::to_string(correct) + "/" + std::to_string(results.size()) + " kernels correct; results in " +
            (out_dir / "profile_results.csv").string());

@@ -3,7 +3,6 @@
 // (backend: the NKI emulator, or neuronxcc on Trainium).
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 
 #include "accelopt/plugin_sdk.hpp"
 #include "profile_stages.h"
@@ -14,22 +13,23 @@ using accelopt::sdk::StageContext;
 namespace accelopt_profile {
 
 json RunProfile(StageContext& ctx) {
-  const json& with = ctx.With();
-  const json item = with.value("case", json::object());
-  json request = {{"kernel", with.at("kernel")},
-                  {"reference", with.at("reference")},
-                  {"backend", with.value("backend", "auto")},
-                  {"target", with.value("target", "trn1")},
-                  {"rel_tol", with.value("rel_tol", 2e-5)},
-                  {"seeds", with.value("seeds", json::array({0, 21, 42, 63, 84}))},
-                  {"timing", with.value("timing", true)}};
+  // Every default comes from the stage's schema (plugin.cc, kProfileParams).
+  const json item = ctx.Param<json>("case");
+  const std::string kernel = ctx.Param<std::string>("kernel");
+  json request = {{"kernel", kernel},
+                  {"reference", ctx.Param<std::string>("reference")},
+                  {"backend", ctx.Param<std::string>("backend")},
+                  {"target", ctx.Param<std::string>("target")},
+                  {"rel_tol", ctx.Param<double>("rel_tol")},
+                  {"seeds", ctx.Param<json>("seeds")},
+                  {"timing", ctx.Param<bool>("timing")}};
   if (item.contains("problem")) request["problem"] = item["problem"];
   if (item.contains("values")) request["values"] = item["values"];
-  const std::string isolation = with.value("isolation", "worker");
+  const std::string isolation = ctx.Param<std::string>("isolation");
   if (isolation != "worker" && isolation != "inprocess")
     throw accelopt::sdk::StageFailure("config_error", "isolation must be 'worker' or 'inprocess', got '" + isolation + "'");
-  json limits = {{"isolation", isolation}, {"timeout_s", with.value("timeout_s", 300.0)}};
-  if (with.value("memory_bytes", 0.0) > 0) limits["memory_bytes"] = with["memory_bytes"];
+  json limits = {{"isolation", isolation}, {"timeout_s", ctx.Param<double>("timeout_s")}};
+  if (const int64_t memory_bytes = ctx.Param<int64_t>("memory_bytes"); memory_bytes > 0) limits["memory_bytes"] = memory_bytes;
   auto start = std::chrono::steady_clock::now();
   json result;
   try {
@@ -61,8 +61,8 @@ json RunProfile(StageContext& ctx) {
   result["case"] = item;
   result["wall_s"] = wall_s;
   result["ok"] = result.value("correct", false);
-  std::ofstream(std::filesystem::path(ctx.StageDir()) / "profile.json") << result.dump(2) << "\n";
-  std::string label = item.value("case_name", std::filesystem::path(with.at("kernel").get<std::string>()).stem().string());
+  accelopt::sdk::WriteJsonFile(std::filesystem::path(ctx.StageDir()) / "profile.json", result);
+  std::string label = item.value("case_name", std::filesystem::path(kernel).stem().string());
   if (result.value("correct", false)) {
     double latency = result.value("latency_ms", 0.0);
     ctx.Info(label + ": correct, " + std::to_string(latency) + " ms" + (result.value("estimated", false) ? " (estimated)" : ""));

@@ -37,7 +37,7 @@ const StageDescriptorV1 kStages[] = {
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) const AccelPluginInfo* accelopt_plugin_info(void) {
-  static const AccelPluginInfo info = {1u, "v1_plugin", "1.0.0", 2,
+  static const AccelPluginInfo info = {1u, 0u, "v1_plugin", "1.0.0", 2,
                                        reinterpret_cast<const AccelStageDescriptor*>(kStages)};
   return &info;
 }

@@ -10,16 +10,27 @@
  * C: stage inputs and outputs are UTF-8 JSON texts, so host and plugin may be
  * built with different compilers or standard libraries.
  *
- * Bump ACCELOPT_PLUGIN_API_VERSION on any change to these structs.
- * C++ plugin authors should use accelopt/plugin_sdk.hpp instead of this file.
+ * Growing the ABI (since version 3). Both tables carry their own size:
+ * AccelHostApi.struct_size (the host's sizeof(AccelHostApi)) and
+ * AccelPluginInfo.stage_size (the plugin's sizeof(AccelStageDescriptor)).
+ * A new host function or stage field is APPENDED to its struct, and the
+ * version stays: a plugin tests ACCEL_HOST_API_HAS(host, field) before it
+ * calls a function newer than the oldest host it supports, and the host
+ * reads a stage field only when it lies within stage_size (fields a plugin
+ * does not have read as NULL). Bump ACCELOPT_PLUGIN_API_VERSION only for a
+ * breaking change: a field removed, reordered or retyped, or a changed
+ * meaning. C++ plugin authors should use accelopt/plugin_sdk.hpp instead of
+ * this file; docs/plugins.md has the rules and a worked example.
  *
  * Versions:
  *   1  the first ABI.
  *   2  AccelStageDescriptor gains `outputs_json` (declared outputs) at its
  *      end; AccelHostApi gains `python_call_args` (positional and keyword
- *      arguments) at its end. The host still loads version-1 plugins (their
- *      stages declare no outputs); a plugin built for version 2 needs a
- *      version-2 host.
+ *      arguments) at its end.
+ *   3  the tables carry their sizes (`struct_size`, `stage_size`, both in
+ *      what was padding after `api_version`, so the layout of every other
+ *      field is unchanged). The host loads plugins of versions 1 to 3; a
+ *      plugin built for version 3 needs a host of version 3 or later.
  */
 #ifndef ACCELOPT_PLUGIN_API_H
 #define ACCELOPT_PLUGIN_API_H
@@ -31,7 +42,7 @@
 extern "C" {
 #endif
 
-#define ACCELOPT_PLUGIN_API_VERSION 2u
+#define ACCELOPT_PLUGIN_API_VERSION 3u
 /* The oldest plugin API version this host still loads. */
 #define ACCELOPT_PLUGIN_API_MIN_VERSION 1u
 #define ACCELOPT_PLUGIN_ENTRY_SYMBOL "accelopt_plugin_info"
@@ -47,7 +58,8 @@ enum AccelLogLevel {
 
 /* Services the host lends to a running stage. Valid only during `run`. */
 typedef struct AccelHostApi {
-  uint32_t api_version; /* the host's ACCELOPT_PLUGIN_API_VERSION (>= 2: python_call_args exists) */
+  uint32_t api_version; /* the host's ACCELOPT_PLUGIN_API_VERSION */
+  uint32_t struct_size; /* since version 3: sizeof(AccelHostApi) as the host was built; use ACCEL_HOST_API_HAS */
   void* ctx;            /* opaque; pass back to every callback */
 
   /* Log one message on behalf of the stage (prefixed with its id). */
@@ -96,7 +108,21 @@ typedef struct AccelHostApi {
   char* (*python_call_args)(void* ctx, const char* module, const char* function,
                             const char* args_json, const char* kwargs_json,
                             char** error_json);
+
+  /* New host functions go here, at the end (see "Growing the ABI" above). */
 } AccelHostApi;
+
+/* Bytes of the table a host of `api_version` lends: struct_size from
+ * version 3 on; the fixed layouts of versions 1 and 2 before. */
+#define ACCEL_HOST_API_V1_SIZE offsetof(AccelHostApi, python_call_args)
+#define ACCEL_HOST_API_V2_SIZE (offsetof(AccelHostApi, python_call_args) + sizeof(void*))
+#define ACCEL_HOST_API_SIZE(api)                                                  \
+  ((api)->api_version >= 3u ? (size_t)(api)->struct_size                          \
+   : (api)->api_version == 2u ? (size_t)ACCEL_HOST_API_V2_SIZE : (size_t)ACCEL_HOST_API_V1_SIZE)
+/* Non-zero when the host's table has function `field` (and it is set). */
+#define ACCEL_HOST_API_HAS(api, field)                                                   \
+  (offsetof(AccelHostApi, field) + sizeof((api)->field) <= ACCEL_HOST_API_SIZE(api) && \
+   (api)->field != NULL)
 
 /* One stage a plugin provides. */
 typedef struct AccelStageDescriptor {
@@ -125,10 +151,16 @@ typedef struct AccelStageDescriptor {
    * NULL (none declared). `validate` checks `stages.<id>.outputs.<field>`
    * references against it; `accelopt-host stages` lists it. */
   const char* outputs_json;
+
+  /* New stage fields go here, at the end (see "Growing the ABI" above). */
 } AccelStageDescriptor;
+
+/* The smallest stage_size a version-3 plugin may declare (the version-2 descriptor). */
+#define ACCEL_STAGE_DESCRIPTOR_V2_SIZE (offsetof(AccelStageDescriptor, outputs_json) + sizeof(const char*))
 
 typedef struct AccelPluginInfo {
   uint32_t api_version; /* ACCELOPT_PLUGIN_API_MIN_VERSION..ACCELOPT_PLUGIN_API_VERSION */
+  uint32_t stage_size;  /* since version 3: sizeof(AccelStageDescriptor) as the plugin was built (the stride of `stages`) */
   const char* plugin_name;
   const char* plugin_version;
   size_t num_stages;

@@ -4,14 +4,21 @@
 // and lists them in a table:
 //
 //   static nlohmann::json RunHello(accelopt::sdk::StageContext& ctx) {
-//     return {{"greeting", "hello " + ctx.With().value("who", "world")}};
+//     return {{"greeting", "hello " + ctx.Param<std::string>("who")}};  // default from the schema
 //   }
 //   static const AccelStageDescriptor kStages[] = {
-//       ACCELOPT_STAGE("hello", "Greets somebody.", R"({"who": {"type": "string"}})", RunHello),
-//       ACCELOPT_STAGE_WITH_OUTPUTS("hello2", "Greets somebody.", R"({"who": {"type": "string"}})",
+//       ACCELOPT_STAGE("hello", "Greets somebody.", R"({"who": {"type": "string", "default": "world"}})", RunHello),
+//       ACCELOPT_STAGE_WITH_OUTPUTS("hello2", "Greets somebody.", R"({"who": {"type": "string", "default": "world"}})",
 //                                   R"({"greeting": {"type": "string", "doc": "the greeting"}})", RunHello),
 //   };
 //   ACCELOPT_EXPORT_PLUGIN("hello", "1.0.0", kStages)
+//
+// Parameters: ctx.Param<T>(name) / ctx.OptionalParam<T>(name) read `with:` and
+// fall back to the schema's `default` (accelopt/sdk/params.hpp). Files:
+// accelopt::sdk::WriteFile / WriteJsonFile write atomically and throw
+// StageFailure{io_error} on failure (accelopt/sdk/files.hpp). Host functions
+// newer than the oldest host a plugin supports are tested with
+// ACCEL_HOST_API_HAS (plugin_api.h, "Growing the ABI").
 //
 // Exceptions never cross the C boundary: a thrown StageFailure becomes the
 // stage's error {kind, message, details}; any other exception becomes kind
@@ -22,30 +29,50 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "accelopt/plugin_api.h"
+#include "accelopt/sdk/failure.hpp"
+#include "accelopt/sdk/files.hpp"
+#include "accelopt/sdk/params.hpp"
 
 namespace accelopt::sdk {
-
-/// A stage failure with a machine-readable kind (e.g. "config_error").
-struct StageFailure : std::runtime_error {
-  StageFailure(std::string kind_in, const std::string& message, nlohmann::json details_in = nullptr)
-      : std::runtime_error(message), kind(std::move(kind_in)), details(std::move(details_in)) {}
-  std::string kind;
-  nlohmann::json details;
-};
 
 /// What a running stage sees: its inputs and the host's services.
 class StageContext {
  public:
-  StageContext(const AccelHostApi* host, nlohmann::json input) : host_(host), input_(std::move(input)) {}
+  /// `input`: the stage input object (plugin_api.h); `params_schema`: the stage's
+  /// declared params JSON text (the source of parameter defaults), or nullptr.
+  StageContext(const AccelHostApi* host, nlohmann::json input, const char* params_schema = nullptr)
+      : host_(host), input_(std::move(input)), params_schema_(params_schema) {}
 
   /// The resolved `with:` parameters (object).
   const nlohmann::json& With() const { return input_.at("with"); }
+  /// Parameter `name` as T: its `with:` value, else the schema's default. Throws
+  /// StageFailure{config_error} when it has neither or the value does not convert.
+  template <typename T>
+  T Param(const std::string& name) const {
+    return GetParam<T>(With(), Schema(), name);
+  }
+  /// Parameter `name` as T, or nullopt when it has neither a value nor a default.
+  /// Throws StageFailure{config_error} when the value does not convert.
+  template <typename T>
+  std::optional<T> OptionalParam(const std::string& name) const {
+    return GetOptionalParam<T>(With(), Schema(), name);
+  }
+  /// The stage's declared params schema (an object; empty when none was given).
+  const nlohmann::json& Schema() const {
+    if (!schema_) {
+      auto parsed = nlohmann::json::parse(params_schema_ ? params_schema_ : "{}", nullptr, false);
+      schema_ = std::make_shared<const nlohmann::json>(parsed.is_object() ? parsed : nlohmann::json::object());
+    }
+    return *schema_;
+  }
   /// The pipeline's resolved `vars` (object).
   const nlohmann::json& Vars() const { return input_.at("vars"); }
   std::string StageId() const { return input_.value("stage_id", ""); }
@@ -86,7 +113,7 @@ class StageContext {
   /// traceback in details.
   nlohmann::json PythonCallArgs(const std::string& module, const std::string& function, const nlohmann::json& args,
                                 const nlohmann::json& kwargs = nlohmann::json::object()) const {
-    if (host_->api_version < 2 || host_->python_call_args == nullptr) {
+    if (!ACCEL_HOST_API_HAS(host_, python_call_args)) {
       throw StageFailure("python_error", "python_call_args needs a host of plugin API version 2 or later");
     }
     char* error = nullptr;
@@ -131,6 +158,8 @@ class StageContext {
 
   const AccelHostApi* host_;
   nlohmann::json input_;
+  const char* params_schema_;
+  mutable std::shared_ptr<const nlohmann::json> schema_;
 };
 
 /// A malloc'd copy of `text` (freed by FreeString), or NULL if out of memory.
@@ -154,13 +183,15 @@ inline char* ErrorText(const std::string& kind, const std::string& message, cons
   }
 }
 
-/// Adapts `nlohmann::json Fn(StageContext&)` to AccelStageDescriptor::run.
-/// Outputs are dumped strictly: outputs with invalid UTF-8 are a stage error
-/// (kind "bad_output"), not silently altered.
+/// Runs `Fn(StageContext&)` for AccelStageDescriptor::run; `params_schema` is the
+/// stage's params JSON (parameter defaults for StageContext::Param). Outputs are
+/// dumped strictly: outputs with invalid UTF-8 are a stage error (kind
+/// "bad_output"), not silently altered.
 template <nlohmann::json (*Fn)(StageContext&)>
-int RunTrampoline(const AccelHostApi* host, const char* input_json, char** output_json, char** error_json) noexcept {
+int RunStage(const char* params_schema, const AccelHostApi* host, const char* input_json, char** output_json,
+             char** error_json) noexcept {
   try {
-    StageContext ctx(host, nlohmann::json::parse(input_json));
+    StageContext ctx(host, nlohmann::json::parse(input_json), params_schema);
     nlohmann::json outputs = Fn(ctx);
     std::string text;
     try {
@@ -182,25 +213,38 @@ int RunTrampoline(const AccelHostApi* host, const char* input_json, char** outpu
   return 1;
 }
 
+/// RunStage without a params schema (StageContext::Param then finds no defaults).
+template <nlohmann::json (*Fn)(StageContext&)>
+int RunTrampoline(const AccelHostApi* host, const char* input_json, char** output_json, char** error_json) noexcept {
+  return RunStage<Fn>(nullptr, host, input_json, output_json, error_json);
+}
+
 }  // namespace accelopt::sdk
 
+/// The AccelStageDescriptor::run of stage function `fn` whose params are `params_json`.
+#define ACCELOPT_STAGE_RUN(params_json, fn)                                                          \
+  [](const AccelHostApi* host, const char* input_json, char** output_json, char** error_json) noexcept { \
+    return ::accelopt::sdk::RunStage<fn>(params_json, host, input_json, output_json, error_json);        \
+  }
+
 /// One entry of a plugin's stage table.
-#define ACCELOPT_STAGE(name, description, params_json, fn)                                                        \
-  AccelStageDescriptor {                                                                                           \
-    name, description, params_json, &::accelopt::sdk::RunTrampoline<fn>, &::accelopt::sdk::FreeString, nullptr \
+#define ACCELOPT_STAGE(name, description, params_json, fn)                                                      \
+  AccelStageDescriptor {                                                                                         \
+    name, description, params_json, ACCELOPT_STAGE_RUN(params_json, fn), &::accelopt::sdk::FreeString, nullptr \
   }
 
 /// One entry of a plugin's stage table that also declares its outputs
 /// ({"field": {"type", "doc"}}; shown by `accelopt-host stages`, checked by `validate`).
-#define ACCELOPT_STAGE_WITH_OUTPUTS(name, description, params_json, outputs_json, fn)                                 \
-  AccelStageDescriptor {                                                                                              \
-    name, description, params_json, &::accelopt::sdk::RunTrampoline<fn>, &::accelopt::sdk::FreeString, outputs_json \
+#define ACCELOPT_STAGE_WITH_OUTPUTS(name, description, params_json, outputs_json, fn)                               \
+  AccelStageDescriptor {                                                                                            \
+    name, description, params_json, ACCELOPT_STAGE_RUN(params_json, fn), &::accelopt::sdk::FreeString, outputs_json \
   }
 
 /// Exports accelopt_plugin_info() for a static stage table.
 #define ACCELOPT_EXPORT_PLUGIN(plugin_name, plugin_version, stage_table)                               \
   extern "C" __attribute__((visibility("default"))) const AccelPluginInfo* accelopt_plugin_info(void) { \
-    static const AccelPluginInfo info = {ACCELOPT_PLUGIN_API_VERSION, plugin_name, plugin_version,     \
+    static const AccelPluginInfo info = {ACCELOPT_PLUGIN_API_VERSION, sizeof(AccelStageDescriptor),    \
+                                         plugin_name, plugin_version,                                  \
                                          sizeof(stage_table) / sizeof(stage_table[0]), stage_table};   \
     return &info;                                                                                      \
   }

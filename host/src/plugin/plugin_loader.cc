@@ -136,13 +136,27 @@ struct StageEntry {
   void (*free_string)(char* text);
 };
 
+// Bytes of one stage table entry: the plugin's own sizeof(AccelStageDescriptor)
+// from version 3 on (ABI growth), the fixed layouts before.
+size_t StageStride(const AccelPluginInfo* info) {
+  if (info->api_version == 1) return sizeof(StageDescriptorV1);
+  if (info->api_version == 2) return ACCEL_STAGE_DESCRIPTOR_V2_SIZE;
+  return info->stage_size;
+}
+
+// Field `field` of a stage entry of `stride` bytes, or nullptr when the plugin's
+// descriptor ends before it (a plugin built before the field was appended).
+#define ACCEL_STAGE_FIELD(entry, stride, field) \
+  (offsetof(AccelStageDescriptor, field) + sizeof((entry)->field) <= (stride) ? (entry)->field : nullptr)
+
 StageEntry EntryOf(const AccelPluginInfo* info, size_t i) {
   if (info->api_version == 1) {
     const auto* v1 = reinterpret_cast<const StageDescriptorV1*>(info->stages) + i;
     return {v1->name, v1->description, v1->params_json, nullptr, v1->run, v1->free_string};
   }
-  const AccelStageDescriptor* d = &info->stages[i];
-  return {d->name, d->description, d->params_json, d->outputs_json, d->run, d->free_string};
+  const size_t stride = StageStride(info);
+  const auto* d = reinterpret_cast<const AccelStageDescriptor*>(reinterpret_cast<const char*>(info->stages) + i * stride);
+  return {d->name, d->description, d->params_json, ACCEL_STAGE_FIELD(d, stride, outputs_json), d->run, d->free_string};
 }
 
 // A schema text of a stage: a JSON object; throws ConfigError naming the stage and the problem.
@@ -175,9 +189,18 @@ class NativeStage : public Stage {
 
   nlohmann::json Run(const StageInvocation& invocation) const override {
     HostCallbackContext ctx{&invocation};
-    AccelHostApi api{ACCELOPT_PLUGIN_API_VERSION, &ctx,        HostLog,          HostPythonCall,
-                     HostProgress,                HostCancelled, HostFree,       HostLlmChat,
-                     HostIsolatedCall,            HostPythonCallArgs};
+    AccelHostApi api{};
+    api.api_version = ACCELOPT_PLUGIN_API_VERSION;
+    api.struct_size = sizeof(AccelHostApi);
+    api.ctx = &ctx;
+    api.log = HostLog;
+    api.python_call = HostPythonCall;
+    api.progress = HostProgress;
+    api.cancelled = HostCancelled;
+    api.free_string = HostFree;
+    api.llm_chat = HostLlmChat;
+    api.isolated_call = HostIsolatedCall;
+    api.python_call_args = HostPythonCallArgs;
     nlohmann::json input = {{"with", invocation.with},           {"vars", invocation.vars},
                             {"stage_id", invocation.stage_id},   {"stage_dir", invocation.stage_dir.string()},
                             {"run_dir", invocation.run_dir.string()}};
@@ -224,6 +247,13 @@ LoadedPlugin LoadPlugin(const std::filesystem::path& path) {
             << info->api_version << ", but this host speaks versions " << ACCELOPT_PLUGIN_API_MIN_VERSION << " to "
             << ACCELOPT_PLUGIN_API_VERSION << "; rebuild the plugin against this host's accelopt/plugin_api.h";
     throw ConfigError(where, message.str());
+  }
+  if (info->api_version >= 3 && info->num_stages > 0 && info->stage_size < ACCEL_STAGE_DESCRIPTOR_V2_SIZE) {
+    throw ConfigError(where, "plugin '" + std::string(info->plugin_name ? info->plugin_name : "?") +
+                                 "' declares stage_size " + std::to_string(info->stage_size) +
+                                 ", smaller than the smallest stage descriptor (" +
+                                 std::to_string(ACCEL_STAGE_DESCRIPTOR_V2_SIZE) +
+                                 " bytes); set it to sizeof(AccelStageDescriptor)");
   }
   LoadedPlugin plugin{info->plugin_name ? info->plugin_name : path.stem().string(),
                       info->plugin_version ? info->plugin_version : "", path, {}};

@@ -1,11 +1,13 @@
 #include <catch2/catch.hpp>
 
+#include "accelopt/plugin_api.h"
 #include "core/errors.h"
 #include "support/test_support.h"
 #include "plugin/plugin_loader.h"
 #include "plugin/registry.h"
 
 using namespace accelopt;
+using accelopt::testing::ReadJson;
 
 static std::filesystem::path TestPlugin(const std::string& name) {
   return std::filesystem::path(ACCELOPT_TEST_PLUGIN_DIR) / (name + ".so");
@@ -44,7 +46,7 @@ TEST_CASE("a plugin built for another API version is refused with a clear messag
     std::string message = error.what();
     CHECK_THAT(message, Catch::Contains("wrong_api_version.so"));
     CHECK_THAT(message, Catch::Contains("built for plugin API version 42"));
-    CHECK_THAT(message, Catch::Contains("this host speaks versions 1 to 2"));
+    CHECK_THAT(message, Catch::Contains("this host speaks versions 1 to " + std::to_string(ACCELOPT_PLUGIN_API_VERSION)));
   }
 }
 
@@ -61,7 +63,8 @@ TEST_CASE("plugins on ACCELOPT_PLUGIN_PATH are found, broken ones are skipped wi
   ::unsetenv("ACCELOPT_PLUGIN_PATH");
   CHECK(registry.FindNative("test_echo") != nullptr);
   CHECK(registry.FindNative("profile") != nullptr);  // built-in plugin folder
-  CHECK(warnings.size() == 2);                        // wrong API version + no entry point
+  CHECK(registry.FindNative("test_grown_first") != nullptr);  // a grown stage descriptor
+  CHECK(warnings.size() == 3);  // wrong API version, no entry point, a stage_size too small
 }
 
 TEST_CASE("a stage name registered twice refuses the second plugin, naming both files", "[plugin]") {
@@ -119,4 +122,37 @@ TEST_CASE("plugins call Python with positional and keyword arguments", "[plugin]
   CHECK(plugin.stages[9]->Run(invocation)["result"] == "{\"a\": 2, \"b\": 1}");
   invocation.with = {{"module", "json"}, {"function", "loads"}, {"args", {"not json"}}};
   CHECK_THROWS_WITH(plugin.stages[9]->Run(invocation), Catch::Contains("JSONDecodeError"));
+}
+
+TEST_CASE("a plugin whose stage descriptor grew loads by its stage_size; the host lends its table size", "[plugin][abi]") {
+  LoadedPlugin plugin = LoadPlugin(TestPlugin("grown_abi_plugin"));
+  REQUIRE(plugin.stages.size() == 2);
+  CHECK(plugin.stages[0]->Uses() == "native:test_grown_first");
+  CHECK(plugin.stages[1]->Uses() == "native:test_grown_second");  // read at the plugin's stride, not the host's
+  CHECK(plugin.stages[0]->Outputs().contains("struct_size"));
+  CHECK(plugin.stages[1]->Params()["x"]["type"] == "integer");
+  StageInvocation invocation;
+  auto out = plugin.stages[1]->Run(invocation);
+  CHECK(out["struct_size"] == sizeof(AccelHostApi));
+  CHECK(out["has_python_call_args"] == true);
+}
+
+TEST_CASE("a stage_size smaller than any stage descriptor is refused", "[plugin][abi]") {
+  CHECK_THROWS_WITH(LoadPlugin(TestPlugin("short_stage_size")),
+                    Catch::Contains("declares stage_size 8, smaller than the smallest stage descriptor"));
+}
+
+TEST_CASE("the documented example plugin runs: schema defaults, enum, atomic file", "[plugin][sdk]") {
+  LoadedPlugin plugin = LoadPlugin(TestPlugin("example_greet"));
+  REQUIRE(plugin.stages.size() == 1);
+  accelopt::testing::TempDir dir;
+  StageInvocation invocation;
+  invocation.stage_dir = dir.path();
+  auto out = plugin.stages[0]->Run(invocation);  // no `with`: both defaults come from the schema
+  CHECK(out["greeting"] == "hello world");
+  CHECK(ReadJson(dir.path() / "greeting.json")["greeting"] == "hello world");
+  invocation.with = {{"who", "Ada"}, {"tone", "dry"}};
+  CHECK(plugin.stages[0]->Run(invocation)["greeting"] == "hi Ada");
+  invocation.with = {{"who", ""}};
+  CHECK_THROWS_WITH(plugin.stages[0]->Run(invocation), "who must not be empty");
 }
