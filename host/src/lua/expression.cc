@@ -1,5 +1,6 @@
-// lua/expression.cc - `${{ }}` expressions: builtins, lazy context globals,
-// evaluation and syntax checking.
+// lua/expression.cc - `${{ }}` expressions: the `accel` table (shared part in
+// accel_common.cc, plus status tests), lazy context globals, evaluation and
+// syntax checking.
 #include "lua/expression.h"
 
 #include <algorithm>
@@ -20,22 +21,6 @@ namespace {
 
 constexpr const char* kChunkName = "expression";
 
-/// The JSON behind a lazy view at `index`, or null.
-const json* ViewAt(lua_State* L, int index, Context& ctx) {
-  if (lua_type(L, index) != LUA_TUSERDATA || !lua_getmetatable(L, index)) return nullptr;
-  const void* mt = lua_topointer(L, -1);
-  lua_pop(L, 1);
-  if (mt != ctx.view_object_mt && mt != ctx.view_array_mt) return nullptr;
-  return *static_cast<const json* const*>(lua_touserdata(L, index));
-}
-
-bool IsMarkedObject(lua_State* L, int index, Context& ctx) {
-  if (!lua_getmetatable(L, index)) return false;
-  bool is_object = lua_topointer(L, -1) == ctx.object_mt;
-  lua_pop(L, 1);
-  return is_object;
-}
-
 std::string Status(Context& ctx) {
   const json* context = ctx.expression_context;
   if (context != nullptr && context->is_object()) {
@@ -43,141 +28,6 @@ std::string Status(Context& ctx) {
     if (it != context->end() && it->is_string()) return it->get<std::string>();
   }
   return "success";
-}
-
-// len(x): bytes of a string, elements of an array, members of an object
-int Len(lua_State* L, Context& ctx) {
-  switch (lua_type(L, 1)) {
-    case LUA_TSTRING:
-      lua_pushinteger(L, static_cast<lua_Integer>(lua_rawlen(L, 1)));
-      return 1;
-    case LUA_TTABLE: {
-      lua_Integer n = 0;
-      lua_pushnil(L);
-      while (lua_next(L, 1) != 0) {
-        lua_pop(L, 1);
-        ++n;
-      }
-      lua_pushinteger(L, n);
-      return 1;
-    }
-    default:
-      if (const json* j = ViewAt(L, 1, ctx)) {
-        lua_pushinteger(L, static_cast<lua_Integer>(j->size()));
-        return 1;
-      }
-      return luaL_typeerror(L, 1, "string, array or object");
-  }
-}
-
-// contains(haystack, needle): substring, array element, or object key
-int Contains(lua_State* L, Context& ctx) {
-  luaL_checkany(L, 2);
-  if (lua_type(L, 1) == LUA_TSTRING) {
-    size_t hn = 0, nn = 0;
-    const char* hay = lua_tolstring(L, 1, &hn);
-    const char* needle = luaL_checklstring(L, 2, &nn);
-    // Checks the deadline while it searches (a naive search is O(n*m)).
-    lua_pushboolean(L, detail::BoundedFind(L, std::string_view(hay, hn), std::string_view(needle, nn)) != std::string_view::npos);
-    return 1;
-  }
-  if (const json* j = ViewAt(L, 1, ctx)) {
-    if (j->is_object()) {
-      lua_pushboolean(L, lua_type(L, 2) == LUA_TSTRING && j->contains(lua_tostring(L, 2)));
-      return 1;
-    }
-    json needle = ToJson(L, 2, "needle");
-    lua_pushboolean(L, std::find(j->begin(), j->end(), needle) != j->end());
-    return 1;
-  }
-  if (lua_type(L, 1) == LUA_TTABLE) {
-    if (IsMarkedObject(L, 1, ctx)) {
-      lua_pushvalue(L, 2);
-      lua_pushboolean(L, lua_rawget(L, 1) != LUA_TNIL);
-      return 1;
-    }
-    lua_Integer n = static_cast<lua_Integer>(lua_rawlen(L, 1));
-    for (lua_Integer i = 1; i <= n; ++i) {
-      lua_rawgeti(L, 1, i);
-      bool equal = lua_compare(L, -1, 2, LUA_OPEQ) != 0;
-      lua_pop(L, 1);
-      if (equal) {
-        lua_pushboolean(L, 1);
-        return 1;
-      }
-    }
-    lua_pushboolean(L, 0);
-    return 1;
-  }
-  return luaL_typeerror(L, 1, "string, array or object");
-}
-
-// join(list [, sep=","]): tostring of each element, joined
-int Join(lua_State* L, Context& ctx) {
-  const char* sep = luaL_optstring(L, 2, ",");
-  const json* j = ViewAt(L, 1, ctx);
-  if (j != nullptr ? !j->is_array() : lua_type(L, 1) != LUA_TTABLE) return luaL_typeerror(L, 1, "array");
-  lua_settop(L, 1);
-  lua_Integer n = luaL_len(L, 1);
-  std::string out;
-  for (lua_Integer i = 1; i <= n; ++i) {
-    lua_geti(L, 1, i);
-    size_t len = 0;
-    const char* s = luaL_tolstring(L, -1, &len);
-    if (i > 1) out += sep;
-    out.append(s, len);
-    lua_pop(L, 2);
-  }
-  lua_pushlstring(L, out.data(), out.size());
-  return 1;
-}
-
-// keys(object): sorted array of its keys
-int Keys(lua_State* L, Context& ctx) {
-  std::vector<std::string> keys;
-  if (const json* j = ViewAt(L, 1, ctx)) {
-    if (!j->is_object()) return luaL_typeerror(L, 1, "object");
-    for (const auto& [key, value] : j->items()) keys.push_back(key);
-  } else {
-    luaL_checktype(L, 1, LUA_TTABLE);
-    lua_pushnil(L);
-    while (lua_next(L, 1) != 0) {
-      lua_pop(L, 1);
-      if (lua_type(L, -1) == LUA_TSTRING) {
-        size_t n = 0;
-        const char* k = lua_tolstring(L, -1, &n);
-        keys.emplace_back(k, n);
-      }
-    }
-    std::sort(keys.begin(), keys.end());
-  }
-  lua_createtable(L, static_cast<int>(keys.size()), 0);
-  lua_Integer i = 1;
-  for (const auto& key : keys) {
-    lua_pushlstring(L, key.data(), key.size());
-    lua_rawseti(L, -2, i++);
-  }
-  lua_rawgetp(L, LUA_REGISTRYINDEX, &detail::kArrayMtKey);
-  lua_setmetatable(L, -2);
-  return 1;
-}
-
-// tojson(value [, indent]) -> string
-int ToJsonText(lua_State* L, Context&) {
-  lua_Integer indent = luaL_optinteger(L, 2, -1);
-  luaL_argcheck(L, indent >= -1 && indent <= 16, 2, "indent must be -1..16");
-  std::string text = ToJson(L, 1, "value", std::max<int>(0, static_cast<int>(indent))).dump(static_cast<int>(indent));
-  lua_pushlstring(L, text.data(), text.size());
-  return 1;
-}
-
-// fromjson(text) -> value
-int FromJsonText(lua_State* L, Context& ctx) {
-  size_t n = 0;
-  const char* text = luaL_checklstring(L, 1, &n);
-  json value = detail::ParseJsonBounded(ctx, std::string_view(text, n), "fromjson");  // counts against the cap
-  PushJson(L, value);
-  return 1;
 }
 
 int Always(lua_State* L, Context&) {
@@ -301,18 +151,27 @@ void PushExpressionEnv(lua_State* L, Context&) {
   static const char* const kLibs[] = {LUA_STRLIBNAME, LUA_MATHLIBNAME, LUA_UTF8LIBNAME, LUA_TABLIBNAME, nullptr};
   CopyFields(L, -1, builtins, kLibs);
   lua_pop(L, 1);
-  static const luaL_Reg kFunctions[] = {{"len", Trampoline<Len>},
-                                        {"contains", Trampoline<Contains>},
-                                        {"join", Trampoline<Join>},
-                                        {"keys", Trampoline<Keys>},
-                                        {"tojson", Trampoline<ToJsonText>},
-                                        {"fromjson", Trampoline<FromJsonText>},
-                                        {"always", Trampoline<Always>},
-                                        {"success", Trampoline<StatusIs<kSuccess>>},
-                                        {"failure", Trampoline<StatusIs<kFailure>>},
-                                        {"cancelled", Trampoline<StatusIs<kCancelled>>},
-                                        {nullptr, nullptr}};
-  luaL_setfuncs(L, kFunctions, 0);
+  // The accel table: what stages have too (accel_common.cc), plus the status tests.
+  lua_newtable(L);
+  SetAccelCommon(L);
+  static const luaL_Reg kStatus[] = {{"always", Trampoline<Always>},
+                                     {"success", Trampoline<StatusIs<kSuccess>>},
+                                     {"failure", Trampoline<StatusIs<kFailure>>},
+                                     {"cancelled", Trampoline<StatusIs<kCancelled>>},
+                                     {nullptr, nullptr}};
+  luaL_setfuncs(L, kStatus, 0);
+  // Short forms kept for pipelines written before `accel` existed in expressions:
+  // the same functions under bare names (docs/lua-stages.md, "Expressions").
+  static const char* const kShortForms[] = {"len", "contains", "join", "keys", "always",
+                                            "success", "failure", "cancelled", nullptr};
+  CopyFields(L, -1, builtins, kShortForms);
+  lua_getfield(L, -1, "json");
+  lua_getfield(L, -1, "encode");
+  lua_setfield(L, builtins, "tojson");
+  lua_getfield(L, -1, "decode");
+  lua_setfield(L, builtins, "fromjson");
+  lua_pop(L, 1);
+  lua_setfield(L, builtins, "accel");
 
   lua_newtable(L);  // the _ENV proxy
   lua_createtable(L, 0, 3);

@@ -1,6 +1,7 @@
-// lua/host_table.cc - the `accel` table offered to Lua stage scripts:
-// logging, JSON, null/array/object markers, structured failure and a file
-// system restricted to the run directory (reads) and stage directory (writes).
+// lua/host_table.cc - the `accel` table offered to Lua stage scripts: the
+// shared part (accel_common.cc: JSON, markers, collection helpers) plus
+// logging, structured failure, Python calls and a file system restricted to
+// the run directory (reads) and stage directory (writes).
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -86,46 +87,7 @@ int Print(lua_State* L, Context& ctx) {
   return 0;
 }
 
-// ---- JSON -----------------------------------------------------------------------
-
-// accel.json.encode(value [, indent]) -> string
-int JsonEncode(lua_State* L, Context&) {
-  lua_Integer indent = luaL_optinteger(L, 2, -1);
-  luaL_argcheck(L, indent >= -1 && indent <= 16, 2, "indent must be -1..16");
-  json value = ToJson(L, 1, "value", std::max<int>(0, static_cast<int>(indent)));  // tree and text count against the cap
-  std::string text = value.dump(static_cast<int>(indent));
-  lua_pushlstring(L, text.data(), text.size());
-  return 1;
-}
-
-// accel.json.decode(text) -> value (the parsed tree counts against the cap).
-int JsonDecode(lua_State* L, Context& ctx) {
-  size_t n = 0;
-  const char* text = luaL_checklstring(L, 1, &n);
-  json value = ParseJsonBounded(ctx, std::string_view(text, n), "accel.json.decode");
-  PushJson(L, value);
-  return 1;
-}
-
-// ---- markers and failure ----------------------------------------------------
-
-int Mark(lua_State* L, void* key) {
-  if (lua_isnoneornil(L, 1)) {
-    lua_settop(L, 0);
-    lua_newtable(L);
-  } else {
-    luaL_checktype(L, 1, LUA_TTABLE);
-    lua_settop(L, 1);
-  }
-  lua_rawgetp(L, LUA_REGISTRYINDEX, key);
-  lua_setmetatable(L, 1);
-  return 1;
-}
-
-// accel.array([t]) -> t marked as a JSON array
-int MarkArray(lua_State* L, Context&) { return Mark(L, &kArrayMtKey); }
-// accel.object([t]) -> t marked as a JSON object
-int MarkObject(lua_State* L, Context&) { return Mark(L, &kObjectMtKey); }
+// ---- failure -----------------------------------------------------------------
 
 // accel.fail(kind, message [, details]) raises {kind, message, details}
 int Fail(lua_State* L, Context&) {
@@ -346,25 +308,18 @@ void PushAccelTable(lua_State* L) {
                                         {"info", Trampoline<LogAt<2>>},
                                         {"warn", Trampoline<LogAt<3>>},
                                         {"error", Trampoline<LogAt<4>>},
-                                        {"array", Trampoline<MarkArray>},
-                                        {"object", Trampoline<MarkObject>},
                                         {"fail", Trampoline<Fail>},
                                         {"python_call", Trampoline<PythonCall>},
                                         {nullptr, nullptr}};
-  static const luaL_Reg kJson[] = {
-      {"encode", Trampoline<JsonEncode>}, {"decode", Trampoline<JsonDecode>}, {nullptr, nullptr}};
   static const luaL_Reg kFs[] = {{"read", Trampoline<FsRead>},
                                  {"write", Trampoline<FsWrite>},
                                  {"exists", Trampoline<FsExists>},
                                  {"list", Trampoline<FsList>},
                                  {nullptr, nullptr}};
   luaL_newlib(L, kFunctions);
-  luaL_newlib(L, kJson);
-  lua_setfield(L, -2, "json");
+  SetAccelCommon(L);
   luaL_newlib(L, kFs);
   lua_setfield(L, -2, "fs");
-  lua_rawgetp(L, LUA_REGISTRYINDEX, &kNullKey);
-  lua_setfield(L, -2, "null");
 }
 
 }  // namespace accelopt::lua::detail

@@ -136,9 +136,17 @@ void InstallBoundedPatterns(lua_State* L);
 /// raises a Lua error at the deadline.
 size_t BoundedFind(lua_State* L, std::string_view hay, std::string_view needle);
 
+// ---- accel_common.cc --------------------------------------------------------
+
+/// Adds the `accel` functions of stages and expressions alike to the table on
+/// top of the stack: array, object, null, is_null, len, contains, join, keys
+/// and json.{encode,decode}. Protected mode only.
+void SetAccelCommon(lua_State* L);
+
 // ---- host_table.cc --------------------------------------------------------
 
-/// Pushes the `accel` table for stage scripts. Protected mode only.
+/// Pushes the `accel` table for stage scripts (SetAccelCommon plus logging,
+/// fail, fs.* and python_call). Protected mode only.
 void PushAccelTable(lua_State* L);
 /// The `print` replacement (logs at info level).
 int LuaPrint(lua_State* L);

@@ -16,9 +16,11 @@ namespace {
 
 using nlohmann::json;
 
-// Globals every expression sees besides the context (lua/expression.cc).
+// Globals every expression sees besides the context (lua/expression.cc): the
+// `accel` table, its short forms, and Lua's safe base functions and libraries.
 const std::set<std::string>& Builtins() {
   static const std::set<std::string> names = {
+      "accel",
       "len",    "contains", "join",    "keys",   "tojson", "fromjson", "always", "success", "failure", "cancelled",
       "null",   "tostring", "tonumber", "type",  "pairs",  "ipairs",   "select", "string",  "math",    "table",
       "utf8"};
