@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/text.h"
+#include "support/test_support.h"
 
 using accelopt::ParseDuration;
 using std::chrono::milliseconds;
@@ -31,4 +32,31 @@ TEST_CASE("durations: bad texts say why", "[core][duration]") {
   CHECK(why == "must not be negative");
   CHECK_FALSE(ParseDuration("", &why));
   CHECK(why == "empty");
+}
+
+TEST_CASE("edit distance and did-you-mean suggest only likely typos", "[core][text]") {
+  using accelopt::DidYouMean;
+  using accelopt::DidYouMeanSuffix;
+  using accelopt::EditDistance;
+  CHECK(EditDistance("", "") == 0);
+  CHECK(EditDistance("kitten", "sitting") == 3);
+  CHECK(EditDistance("abc", "") == 3);
+  const std::vector<std::string> keys = {"with", "uses", "timeout", "retry"};
+  CHECK(DidYouMean("wiht", keys) == std::optional<std::string>("with"));
+  CHECK(DidYouMean("timout", keys) == std::optional<std::string>("timeout"));
+  CHECK_FALSE(DidYouMean("completely_different", keys));
+  CHECK(DidYouMeanSuffix("retyr", keys) == " (did you mean 'retry'?)");
+  CHECK(DidYouMeanSuffix("zzzzzzzz", keys).empty());
+}
+
+TEST_CASE("WriteFileAtomic creates folders and replaces the whole file; ReadFile reads it back", "[core][text]") {
+  accelopt::testing::TempDir dir;
+  auto path = dir.path() / "a" / "b" / "out.txt";
+  accelopt::WriteFileAtomic(path, "first version, longer");
+  accelopt::WriteFileAtomic(path, "second");
+  CHECK(accelopt::ReadFile(path) == "second");
+  size_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(path.parent_path())) files += entry.is_regular_file();
+  CHECK(files == 1);  // no temporary file left behind
+  CHECK_THROWS_WITH(accelopt::ReadFile(dir.path() / "missing"), Catch::Contains("cannot read"));
 }
