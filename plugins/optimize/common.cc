@@ -54,54 +54,6 @@ json ListParam(const json& value, const std::string& key) {
 
 // ---- code -------------------------------------------------------------------
 
-namespace {
-
-std::string TrimBlankLines(const std::string& text) {
-  size_t begin = 0;
-  // drop leading blank lines
-  while (true) {
-    size_t eol = text.find('\n', begin);
-    if (eol == std::string::npos) break;
-    bool blank = text.find_first_not_of(" \t\r", begin) >= eol;
-    if (!blank) break;
-    begin = eol + 1;
-  }
-  size_t end = text.size();
-  while (end > begin && std::isspace(static_cast<unsigned char>(text[end - 1]))) --end;
-  return text.substr(begin, end - begin);
-}
-
-}  // namespace
-
-std::vector<std::string> ExtractCodeBlocks(const std::string& reply) {
-  std::vector<std::string> blocks;
-  size_t pos = 0;
-  while (true) {
-    size_t open = reply.find("```", pos);
-    if (open == std::string::npos) break;
-    size_t info_end = reply.find('\n', open + 3);
-    if (info_end == std::string::npos) break;
-    std::string info = reply.substr(open + 3, info_end - open - 3);
-    // An info string is one word (python, py, Python3, ...); "```x = 1```" is not a fence.
-    bool word = info.find_first_of(" \t=()") == std::string::npos || info.find_first_not_of(" \t\r") == std::string::npos;
-    size_t close = reply.find("```", info_end + 1);
-    if (close == std::string::npos) break;
-    std::string body = word ? reply.substr(info_end + 1, close - info_end - 1)
-                            : reply.substr(open + 3, close - open - 3);
-    body = TrimBlankLines(body);
-    if (!body.empty()) blocks.push_back(body);
-    pos = close + 3;
-    // Skip the rest of the closing fence line.
-  }
-  return blocks;
-}
-
-std::optional<std::string> ExtractFirstCodeBlock(const std::string& reply) {
-  auto blocks = ExtractCodeBlocks(reply);
-  if (blocks.empty()) return std::nullopt;
-  return blocks.front();
-}
-
 std::string NormalizeSource(const std::string& source) {
   // Pass 1: drop comments and string-only statements (docstrings), keep other strings.
   std::string kept;
@@ -229,18 +181,7 @@ using kainjow::mustache::mustache;
 
 std::string NumberText(const json& value) {
   if (value.is_number_integer() || value.is_number_unsigned()) return value.dump();
-  double v = value.get<double>();
-  if (v == 0.0) return "0";
-  char buffer[64];
-  double magnitude = std::fabs(v);
-  if (magnitude >= 1e6 || magnitude < 1e-3) std::snprintf(buffer, sizeof(buffer), "%.4g", v);
-  else std::snprintf(buffer, sizeof(buffer), "%.4f", v);
-  std::string text = buffer;
-  if (text.find('.') != std::string::npos && text.find('e') == std::string::npos) {
-    while (!text.empty() && text.back() == '0') text.pop_back();
-    if (!text.empty() && text.back() == '.') text.pop_back();
-  }
-  return text;
+  return Significant(value.get<double>());
 }
 
 data ToData(const json& value) {
@@ -305,20 +246,6 @@ json Prompts::Data(const std::string& name) const {
   json value = json::parse(ReadText(file), nullptr, false);
   if (value.is_discarded()) throw StageFailure("prompt_error", file.string() + ": not valid JSON");
   return value;
-}
-
-json DisplayedMetrics(const json& glossary, const json& metrics, const json& latency_ms) {
-  json out = json::array();
-  if (!glossary.is_array()) return out;
-  for (const auto& entry : glossary) {
-    const std::string name = entry.value("name", "");
-    json value;
-    if (name == "latency") value = latency_ms;
-    else if (metrics.is_object() && metrics.contains(name)) value = metrics[name];
-    if (!value.is_number()) continue;
-    out.push_back({{"name", name}, {"value", value}, {"meaning", entry.value("meaning", "")}, {"unit", entry.value("unit", "")}});
-  }
-  return out;
 }
 
 // ---- LLM --------------------------------------------------------------------
@@ -432,6 +359,25 @@ json ErrorJson(const std::exception& error, const std::string& default_kind) {
 std::optional<double> Number(const json& object, const std::string& key) {
   if (!object.is_object() || !object.contains(key) || !object[key].is_number()) return std::nullopt;
   return object[key].get<double>();
+}
+
+std::string Significant(double value, int digits) {
+  if (value == 0.0 || !std::isfinite(value)) return value == 0.0 ? "0" : (std::isnan(value) ? "nan" : (value > 0 ? "inf" : "-inf"));
+  const double magnitude = std::fabs(value);
+  char buffer[64];
+  if (magnitude < 1e-4 || magnitude >= 1e9) {
+    std::snprintf(buffer, sizeof(buffer), "%.*g", digits, value);
+    return buffer;
+  }
+  const int exponent = static_cast<int>(std::floor(std::log10(magnitude)));
+  const int decimals = std::max(0, digits - 1 - exponent);
+  std::snprintf(buffer, sizeof(buffer), "%.*f", decimals, value);
+  std::string text = buffer;
+  if (text.find('.') != std::string::npos) {
+    while (text.back() == '0') text.pop_back();
+    if (text.back() == '.') text.pop_back();
+  }
+  return text;
 }
 
 std::string Fixed(double value, int digits) {

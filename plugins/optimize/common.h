@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "accelopt/plugin_sdk.hpp"
+#include "reply_parse.h"
 
 namespace accelopt_optimize {
 
@@ -41,12 +42,7 @@ json ListParam(const json& value, const std::string& key);
 
 // ---- code --------------------------------------------------------------------
 
-/// The first ``` fenced block of an LLM reply with its info string ("python",
-/// "py", ...) removed and surrounding blank lines trimmed; nullopt when the reply
-/// has no complete fenced block or the block is empty.
-std::optional<std::string> ExtractFirstCodeBlock(const std::string& reply);
-/// All complete fenced blocks, in order (same trimming as ExtractFirstCodeBlock).
-std::vector<std::string> ExtractCodeBlocks(const std::string& reply);
+// Fenced blocks and titles of LLM replies: reply_parse.h.
 
 /// Source normalized for duplicate detection: '#' comments (outside string
 /// literals), docstring-only statements and all whitespace removed.
@@ -79,11 +75,6 @@ class Prompts {
  private:
   std::filesystem::path dir_;
 };
-
-/// The metrics shown to the planner: `glossary` is prompts/metrics.json
-/// ([{"name", "meaning", "unit"}]); returns [{"name", "value", "meaning", "unit"}] in
-/// glossary order for the metrics present (latency_ms is taken from `latency_ms`).
-json DisplayedMetrics(const json& glossary, const json& metrics, const json& latency_ms);
 
 // ---- LLM --------------------------------------------------------------------
 
@@ -137,6 +128,10 @@ json ErrorJson(const std::exception& error, const std::string& default_kind = "s
 
 /// A number, or nullopt for null/absent/non-numbers.
 std::optional<double> Number(const json& object, const std::string& key);
+
+/// `value` with `digits` significant figures, trailing zeros dropped, no exponent
+/// between 1e-4 and 1e9 ("0.04692", "223.8", "1.5", "0"); exponent form outside.
+std::string Significant(double value, int digits = 4);
 
 /// "1.234" (fixed, `digits` decimals).
 std::string Fixed(double value, int digits = 3);

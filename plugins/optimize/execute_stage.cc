@@ -1,8 +1,9 @@
 // native:execute - turns plans into kernel files: K samples per plan from the
-// LLM (first fenced code block of the reply), or one accelopt.rules.apply
+// LLM (the kernel's fenced code block of the reply, reply_parse.h), or one accelopt.rules.apply
 // result per plan. Each file gets a JSON sidecar with its lineage.
 #include <filesystem>
 
+#include "prompt_data.h"
 #include "stages.h"
 
 namespace fs = std::filesystem;
@@ -102,18 +103,12 @@ json RunExecute(StageContext& ctx) {
       const std::string parent_source = ReadText(plan["candidate"].value("kernel", ""));
       std::string source;
       if (job.llm) {
-        json data = {{"problem", candidate["problem"]},
-                     {"case_name", case_name},
-                     {"reference_code", ReadText(candidate.value("task", ""))},
-                     {"kernel_code", parent_source},
-                     {"plan_title", plan.value("title", "")},
-                     {"plan_text", plan.value("text", "")}};
-        const std::string user = prompts->Render("executor_user", data);
+        const std::string user = prompts->Render("executor_user", ExecutorData(plan, parent_source));
         const int64_t call_seed = seed * 1000003 + iteration * 10007 + static_cast<int64_t>(job.plan) * 31 + job.sample + 7;
         json response = caller.Chat(case_name, system, user, call_seed);
         const std::string reply = response.value("content", "");
         WriteText(dir / "replies" / (SafeName(id) + ".md"), reply);
-        auto code = ExtractFirstCodeBlock(reply);
+        auto code = ExtractKernelCode(reply);
         if (!code) {
           results[j] = Failed(candidate, "no_code_block",
                               "the reply has no fenced code block (finish_reason " + response.value("finish_reason", "?") +

@@ -1,8 +1,7 @@
 // native:optimize_init and native:plan.
-#include <cstring>
 #include <filesystem>
-#include <sstream>
 
+#include "prompt_data.h"
 #include "stages.h"
 
 namespace fs = std::filesystem;
@@ -33,34 +32,8 @@ json BaselineCandidate(const json& result) {
                     {"speedup_vs_baseline", 1.0},
                     {"metrics", result.value("metrics", json::object())}};
   if (result.contains("peak")) candidate["peak"] = result["peak"];
+  candidate["estimated"] = result.value("estimated", false);
   return candidate;
-}
-
-std::string FirstLine(const std::string& text, size_t max_chars = 160) {
-  size_t start = text.find_first_not_of(" \t\r\n");
-  if (start == std::string::npos) return "";
-  std::string line = text.substr(start, text.find('\n', start) - start);
-  if (line.size() > max_chars) line = line.substr(0, max_chars) + "...";
-  return line;
-}
-
-// A plan's one-line title: "PLAN: x" / "Title: x" line, else the first bold span, else the first line.
-std::string PlanTitle(const std::string& text) {
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    for (const char* tag : {"PLAN:", "Plan:", "TITLE:", "Title:"}) {
-      auto at = line.find(tag);
-      if (at != std::string::npos && line.find_first_not_of(" #*\t") >= at) return FirstLine(line.substr(at + std::strlen(tag)));
-    }
-  }
-  auto bold = text.find("**");
-  if (bold != std::string::npos) {
-    auto end = text.find("**", bold + 2);
-    if (end != std::string::npos && end - bold < 200) return text.substr(bold + 2, end - bold - 2);
-  }
-  std::string first = FirstLine(text);
-  while (!first.empty() && (first[0] == '#' || first[0] == ' ')) first.erase(0, 1);
-  return first;
 }
 
 // accelopt.rules.propose's history: the rule plan ids ("rule:site") applied on the way to this kernel.
@@ -160,24 +133,12 @@ json RunPlan(StageContext& ctx) {
   std::vector<json> data(beam.size());
   for (size_t m = 0; m < beam.size(); ++m) {
     const json& member = beam[m];
-    const std::string case_name = member.value("case_name", "");
-    json experiences = VisibleExperiences(memory, case_name, with.value("max_experiences", 16));
-    json item = {{"problem", member.value("problem", "")},
-                 {"case_name", case_name},
-                 {"values", member.value("values", json::object()).dump()},
-                 {"reference_code", ReadText(member.value("task", ""))},
-                 {"kernel_code", ReadText(member.value("kernel", ""))},
-                 {"experiences", experiences},
-                 {"has_experiences", !experiences.empty()},
-                 {"plans_total", n},
-                 {"history", member.value("history", json::array())},
-                 {"has_history", !member.value("history", json::array()).empty()}};
     if (llm) {
-      item["metrics"] = DisplayedMetrics(glossary, member.value("metrics", json::object()), member.value("latency_ms", json()));
-      item["glossary"] = glossary;
-      systems[m] = prompts->Render("planner_system", item);
+      data[m] = PlannerData(WithLaunchCost(ctx, member), memory, glossary, with.value("max_experiences", 16), n);
+      systems[m] = prompts->Render("planner_system", data[m]);
+    } else {
+      data[m] = {{"kernel_code", ReadText(member.value("kernel", ""))}};
     }
-    data[m] = item;
   }
 
   ParallelFor(jobs.size(), with.value("max_concurrency", 8), [&](size_t j) {

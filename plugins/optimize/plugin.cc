@@ -71,6 +71,20 @@ constexpr const char* kMemoryParams = R"JSON({
   "iteration": {"type": "any", "doc": "loop iteration (recorded)"}
 })JSON";
 
+constexpr const char* kRenderParams = R"JSON({
+  "candidate": {"type": "object", "required": true, "doc": "the kernel to plan for: a beam member (optimize_init's beam entry)"},
+  "memory": {"type": "any", "doc": "memory object from native:memory (experiences shown to the planner)"},
+  "prompts": {"type": "string", "required": true, "doc": "directory of the mustache prompt templates (prompts/)"},
+  "plans_per_candidate": {"type": "integer", "default": 12, "doc": "N, shown as 'planner 1 of N'"},
+  "max_experiences": {"type": "integer", "default": 16, "doc": "newest experiences shown"},
+  "plan": {"type": "string", "default": "", "doc": "plan text for the executor prompt (default: a placeholder)"},
+  "other": {"type": "any", "doc": "a second kernel {kernel, correct, latency_ms, error}: the fixer's failed kernel, or the summarizer's pair"}
+})JSON";
+
+const std::string kRenderOutputs = R"JSON({
+  "prompts": {"type": "array", "doc": "one {stage, system, user} per LLM stage: planner, executor, fixer, summarizer"}
+})JSON";
+
 constexpr const char* kReportParams = R"JSON({
   "baselines": {"type": "any", "required": true, "doc": "optimize_init's baselines (case_name -> baseline)"},
   "best": {"type": "any", "required": true, "doc": "case_name -> best kernel (the loop's carry)"},
@@ -165,6 +179,8 @@ const AccelStageDescriptor kStages[] = {
                    kSummarizeParams.c_str(), kSummarizeOutputs.c_str(), RunSummarize),
     ACCELOPT_STAGE_WITH_OUTPUTS("memory", "Optimization memory: add experiences (duplicates replaced, newest kept, FIFO capacity ExpN), save memory.json.",
                    kMemoryParams, kMemoryOutputs.c_str(), RunMemory),
+    ACCELOPT_STAGE_WITH_OUTPUTS("render_prompts", "Dry run: the planner, executor, fixer and summarizer prompts for one kernel, rendered as the stages would send them, without calling an LLM.",
+                   kRenderParams, kRenderOutputs.c_str(), RunRenderPrompts),
     ACCELOPT_STAGE_WITH_OUTPUTS("optimize_report", "Final report per problem: original/best latency, speedup, % of peak, winning kernel and lineage, LLM tokens and cost.",
                    kReportParams, kReportOutputs.c_str(), RunReport),
 };

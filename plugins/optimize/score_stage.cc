@@ -1,6 +1,7 @@
 // native:score and native:fixer.
 #include <filesystem>
 
+#include "prompt_data.h"
 #include "stages.h"
 
 namespace fs = std::filesystem;
@@ -14,6 +15,7 @@ void ApplyProfile(json& record, const json& result) {
   record["compiled"] = result.value("compiled", false);
   record["correct"] = result.value("correct", false);
   record["metrics"] = result.value("metrics", json::object());
+  record["estimated"] = result.value("estimated", false);
   if (result.contains("peak")) record["peak"] = result["peak"];
   else record.erase("peak");
   if (ok) {
@@ -142,16 +144,11 @@ json RunFixer(StageContext& ctx) {
       json error = record.value("error", json::object());
       json attempt = {{"round", round}, {"error_before", error}};
       try {
-        json data = {{"problem", record.value("problem", "")},
-                     {"reference_code", ReadText(record.value("task", ""))},
-                     {"kernel_code", code},
-                     {"error_kind", error.value("kind", "")},
-                     {"error_message", error.value("message", "")},
-                     {"traceback", error.value("traceback", "")}};
-        json response = caller.Chat(record.value("case_name", ""), system, prompts.Render("fixer_user", data), seed * 7919 + round);
+        json response = caller.Chat(record.value("case_name", ""), system, prompts.Render("fixer_user", FixerData(record, code)),
+                                    seed * 7919 + round);
         const std::string reply = response.value("content", "");
         WriteText(dir / "replies" / (SafeName(id) + "-fix" + std::to_string(round) + ".md"), reply);
-        auto fixed_code = ExtractFirstCodeBlock(reply);
+        auto fixed_code = ExtractKernelCode(reply);
         if (!fixed_code) {
           attempt["result"] = {{"kind", "no_code_block"}, {"message", "the fixer reply has no fenced code block"}};
           attempts.push_back(attempt);

@@ -22,6 +22,8 @@ json RunSelect(StageContext& ctx);
 json RunSummarize(StageContext& ctx);
 /// native:memory - the optimization memory (capacity, newest kept, duplicates dropped), saved.
 json RunMemory(StageContext& ctx);
+/// native:render_prompts - dry run: every LLM stage's prompts for one kernel, no model called.
+json RunRenderPrompts(StageContext& ctx);
 /// native:optimize_report - per-problem final report (latency, speedup, % of peak, lineage, LLM cost).
 json RunReport(StageContext& ctx);
 

@@ -3,8 +3,8 @@
 // filled in. Without an LLM the summary is built from the plan/rule and the
 // measured latencies.
 #include <filesystem>
-#include <sstream>
 
+#include "prompt_data.h"
 #include "stages.h"
 
 namespace fs = std::filesystem;
@@ -64,80 +64,6 @@ std::vector<Pick> SelectRewrites(const json& records, double max_threshold, doub
   return picked;
 }
 
-std::string Trim(const std::string& text) {
-  size_t a = text.find_first_not_of(" \t\r\n");
-  if (a == std::string::npos) return "";
-  size_t b = text.find_last_not_of(" \t\r\n");
-  return text.substr(a, b - a + 1);
-}
-
-// Parses the summarizer's reply (format in prompts/summarizer_system.mustache):
-//   TITLE: ... / DESCRIPTION: ... / BEFORE: ```...``` / AFTER: ```...```
-// A bold first span also counts as the title. Returns null for "No optimization found".
-// Throws StageFailure{unparsable_reply} when no title can be found.
-json ParseSummary(const std::string& reply) {
-  if (reply.find("No optimization found") != std::string::npos) return nullptr;
-  std::string title;
-  std::string description;
-  std::istringstream in(reply);
-  std::string line;
-  bool in_description = false;
-  bool in_fence = false;
-  while (std::getline(in, line)) {
-    std::string t = Trim(line);
-    if (t.rfind("```", 0) == 0) in_fence = !in_fence;
-    if (in_fence || t.rfind("```", 0) == 0) {
-      in_description = false;
-      continue;
-    }
-    std::string stripped = t;
-    while (!stripped.empty() && (stripped[0] == '#' || stripped[0] == '*' || stripped[0] == ' ')) stripped.erase(0, 1);
-    auto starts = [&](const char* tag) { return stripped.rfind(tag, 0) == 0; };
-    if (title.empty() && (starts("TITLE:") || starts("Title:"))) {
-      title = Trim(stripped.substr(6));
-      while (!title.empty() && title.back() == '*') title.pop_back();
-      continue;
-    }
-    if (starts("DESCRIPTION:") || starts("Description:")) {
-      in_description = true;
-      std::string rest = Trim(stripped.substr(12));
-      if (!rest.empty() && rest != "**") description += rest + "\n";
-      continue;
-    }
-    if (starts("BEFORE:") || starts("Before:") || starts("AFTER:") || starts("After:") || starts("Original code") ||
-        starts("Optimized code")) {
-      in_description = false;
-      continue;
-    }
-    if (in_description) description += line + "\n";
-  }
-  if (title.empty()) {
-    auto bold = reply.find("**");
-    auto end = bold == std::string::npos ? std::string::npos : reply.find("**", bold + 2);
-    if (end != std::string::npos && end - bold < 200) title = Trim(reply.substr(bold + 2, end - bold - 2));
-  }
-  if (title.empty()) throw StageFailure("unparsable_reply", "the summary has no TITLE: line or bold title");
-  auto blocks = ExtractCodeBlocks(reply);
-  if (description.empty()) {
-    // No DESCRIPTION: section: the prose outside code blocks, minus the title line.
-    std::string prose;
-    bool fence = false;
-    std::istringstream again(reply);
-    while (std::getline(again, line)) {
-      if (Trim(line).rfind("```", 0) == 0) {
-        fence = !fence;
-        continue;
-      }
-      if (!fence && line.find(title) == std::string::npos) prose += line + "\n";
-    }
-    description = prose;
-  }
-  return {{"title", title},
-          {"description", Trim(description)},
-          {"before", blocks.size() > 0 ? blocks[0] : ""},
-          {"after", blocks.size() > 1 ? blocks[1] : ""}};
-}
-
 }  // namespace
 
 json RunSummarize(StageContext& ctx) {
@@ -183,12 +109,7 @@ json RunSummarize(StageContext& ctx) {
       const std::string& slow = regression ? candidate_source : parent_source;
       const std::string& fast = regression ? parent_source : candidate_source;
       if (llm) {
-        json data = {{"slow_kernel", slow},
-                     {"fast_kernel", fast},
-                     {"speedup", Fixed(regression ? 1.0 / s : s, 3)},
-                     {"regression", regression},
-                     {"problem", record.value("problem", "")},
-                     {"plan_title", lineage["plan_title"]}};
+        json data = SummarizerData(record, slow, fast, regression ? 1.0 / s : s, regression);
         json response = caller.Chat(record.value("case_name", ""), system, prompts->Render("summarizer_user", data), std::nullopt);
         const std::string reply = response.value("content", "");
         WriteText(dir / "replies" / (SafeName(id) + ".md"), reply);
@@ -209,10 +130,12 @@ json RunSummarize(StageContext& ctx) {
         item["title"] = regression ? "Avoid: " + plan.value("title", rule) : plan.value("title", rule);
         item["description"] =
             regression ? "Applying rule `" + rule + "` with " + params + " to the " + record.value("problem", "") +
-                             " kernel made it slower: " + Fixed(parent_ms, 5) + " ms -> " + Fixed(ms, 5) + " ms (" + Fixed(s) +
-                             "x). The code below shows the faster form (before = after the rule, after = without it)."
+                             " kernel made it slower: " + Significant(parent_ms, 5) + " ms -> " + Significant(ms, 5) +
+                             " ms; the kernel without the rule is " + Fixed(1.0 / s) +
+                             "x faster. The slower form is the code with the rule, the faster form the code without it."
                        : "Applying rule `" + rule + "` with " + params + " to the " + record.value("problem", "") +
-                             " kernel cut the latency from " + Fixed(parent_ms, 5) + " ms to " + Fixed(ms, 5) + " ms (" + Fixed(s) + "x).";
+                             " kernel cut the latency from " + Significant(parent_ms, 5) + " ms to " + Significant(ms, 5) +
+                             " ms (" + Fixed(s) + "x).";
         item["before"] = region["before"];
         item["after"] = region["after"];
         item["rule"] = rule;

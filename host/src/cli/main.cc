@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
+#include "cli/prompts_command.h"
 #include "worker/worker_main.h"
 
 int main(int argc, char** argv) {
@@ -65,6 +66,23 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   profile_cmd->add_option("--memory-limit", profile.memory_limit, "Address-space limit of the worker, e.g. 4G or 512M (default 4G)");
 
+  accelopt::cli::PromptsRenderOptions prompts;
+  auto* prompts_cmd = app.add_subcommand("prompts", "Work with the LLM prompts (docs/optimize.md)");
+  prompts_cmd->require_subcommand(1);
+  auto* render_cmd = prompts_cmd->add_subcommand("render", "Print the planner, executor, fixer and summarizer prompts for one case without calling an LLM");
+  render_cmd->add_option("pipeline", prompts.pipeline, "Pipeline YAML with vars.nkibench and vars.prompts (pipelines/nkibench-optimize.yaml)")
+      ->required();
+  render_cmd->add_option("--case", prompts.case_name, "Benchmark case, e.g. silu_M256_N1024")->required();
+  render_cmd->add_option("--set", prompts.sets, "Override KEY=VALUE as for `run`");
+  render_cmd->add_option("--stage", prompts.stage, "planner, executor, fixer, summarizer or all (default)")
+      ->check(CLI::IsMember({"all", "planner", "executor", "fixer", "summarizer"}));
+  render_cmd->add_option("--memory", prompts.memory, "memory.json whose experiences the planner shows")->check(CLI::ExistingFile);
+  render_cmd->add_option("--plan", prompts.plan, "File with the plan text for the executor (default: a placeholder)")->check(CLI::ExistingFile);
+  render_cmd->add_option("--kernel", prompts.kernel, "A second kernel (trusted: profiled in-process): the fixer's failed kernel or the summarizer's pair")
+      ->check(CLI::ExistingFile);
+  render_cmd->add_option("--out", prompts.out_dir, "Write <stage>_system.md and <stage>_user.md into this folder instead of printing");
+  render_cmd->add_flag("--json", prompts.json, "Print [{stage, system, user}] as JSON");
+
   // Internal: one worker process of the pool (docs/isolation.md); not for users.
   accelopt::worker::WorkerMainOptions worker;
   std::string worker_memory = "0", worker_cpu = "0";
@@ -108,5 +126,6 @@ int main(int argc, char** argv) {
   if (*validate_cmd) return accelopt::cli::ValidateCommand(validate_pipeline, validate_sets);
   if (*stages_cmd) return accelopt::cli::StagesCommand(stages_json);
   if (*profile_cmd) return accelopt::cli::ProfileCommand(profile);
+  if (*render_cmd) return accelopt::cli::PromptsRenderCommand(prompts);
   return accelopt::cli::kExitUsage;
 }

@@ -1,0 +1,74 @@
+// plugins/optimize/reply_parse.h - reading LLM replies: fenced code blocks (the
+// executor's and fixer's kernel), the planner's one-line plan title and the
+// summarizer's TITLE / DESCRIPTION / BEFORE / AFTER sections.
+//
+// Pure functions of the reply text (no I/O); tests/host/optimize/reply_parse_test.cc
+// covers every accepted form. docs/optimize.md, "Reading replies", is the user view.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace accelopt_optimize {
+
+/// One fenced block of a reply: `info` is the trimmed info string of the
+/// opening fence ("python", "py", "" ...), `code` the body.
+struct FencedBlock {
+  std::string info;
+  std::string code;
+};
+
+/// Every complete fenced block of `reply`, in order.
+///
+/// A fence is a line whose first non-blank characters are three or more
+/// backticks (or tildes); the rest of the opening line is the info string,
+/// which may be padded with spaces ("``` python", "```python ") and may not
+/// contain a backtick (so "```x = 1```" is inline code, not a fence). The block
+/// ends at the next line holding only the same fence character, at least as many
+/// times. Backticks inside a line of prose never open a block. The fence's
+/// indentation is removed from the body lines (blocks inside list items); blank
+/// lines around the body are dropped. Empty and unclosed blocks are skipped.
+std::vector<FencedBlock> FencedBlocks(const std::string& reply);
+
+/// The bodies of FencedBlocks(reply), in order.
+std::vector<std::string> ExtractCodeBlocks(const std::string& reply);
+
+/// The first non-empty fenced block's body; nullopt when there is none.
+std::optional<std::string> ExtractFirstCodeBlock(const std::string& reply);
+
+/// The kernel module of an executor or fixer reply: the first block that
+/// defines something (a line starting with `def `, `@` or `import`/`from`), else
+/// the first block; nullopt when the reply has no block.
+std::optional<std::string> ExtractKernelCode(const std::string& reply);
+
+/// `text` without the markdown decoration a model puts around a title:
+/// surrounding whitespace, `**`/`__`/`*`/`_` emphasis, leading `#` and list
+/// markers, matching quotes or backticks. "**x**" -> "x", "** x" -> "x".
+std::string CleanTitle(const std::string& text);
+
+/// If `line` is a label line `NAME: value` (NAME matched case-insensitively,
+/// decorated or not: "PLAN: x", "**PLAN:** x", "**Plan**: x", "## Title: x",
+/// "- TITLE: x"), returns the cleaned value ("" when the value is on the next
+/// line); nullopt when the line is not that label.
+std::optional<std::string> LabelValue(const std::string& line, const std::string& name);
+
+/// The one-line title of a planner reply (at most 160 characters):
+/// the value of the first `PLAN:` or `TITLE:` label outside code blocks (or
+/// the next non-blank line when the label stands alone), else the first bold
+/// span of the first lines, else the first non-blank line; always cleaned with
+/// CleanTitle. "" for a blank reply.
+std::string PlanTitle(const std::string& text);
+
+/// Parses a summarizer reply (format: prompts/summarizer_system.mustache).
+/// Returns {"title", "description", "before", "after"} (strings; before/after
+/// are the code blocks under the BEFORE: and AFTER: labels, else the first and
+/// second blocks), or null when the reply says "No optimization found" and has
+/// no title. Labels are found as LabelValue finds them; a bold first span
+/// also counts as the title.
+/// Throws accelopt::sdk::StageFailure{unparsable_reply} when no title is found.
+nlohmann::json ParseSummary(const std::string& reply);
+
+}  // namespace accelopt_optimize
