@@ -1,5 +1,5 @@
-// native:summarize - AccelOpt's rewrite selection (accelopt-behavior §3.4) and
-// one summary per selected slow->fast pair (§3.5), with the measured speedup
+// native:summarize - AccelOpt's rewrite selection (accelopt-facts §3.4) and
+// one summary per selected slow->fast pair (accelopt-facts §3.4 step 5), with the measured speedup
 // filled in. Without an LLM the summary is built from the plan/rule and the
 // measured latencies.
 #include <filesystem>
