@@ -9,7 +9,7 @@
 using namespace accelopt;
 using nlohmann::json;
 
-TEST_CASE("a new journal starts with its version header; events get a timestamp", "[core][journal]") {
+TEST_CASE("a new journal starts with its version header and events get a timestamp", "[core][journal]") {
   testing::TempDir dir;
   auto path = dir.path() / "journal.jsonl";
   {
@@ -28,7 +28,7 @@ TEST_CASE("a new journal starts with its version header; events get a timestamp"
   CHECK(events[0]["event"] == "run_started");
 }
 
-TEST_CASE("reopening a journal appends; a torn last line is skipped", "[core][journal]") {
+TEST_CASE("reopening a journal appends and a torn last line is skipped", "[core][journal]") {
   testing::TempDir dir;
   auto path = dir.path() / "journal.jsonl";
   Journal(path).Append({{"event", "a"}});

@@ -49,7 +49,7 @@ TEST_CASE("edit distance and did-you-mean suggest only likely typos", "[core][te
   CHECK(DidYouMeanSuffix("zzzzzzzz", keys).empty());
 }
 
-TEST_CASE("WriteFileAtomic creates folders and replaces the whole file; ReadFile reads it back", "[core][text]") {
+TEST_CASE("WriteFileAtomic creates folders and replaces the whole file, ReadFile reads it back", "[core][text]") {
   accelopt::testing::TempDir dir;
   auto path = dir.path() / "a" / "b" / "out.txt";
   accelopt::WriteFileAtomic(path, "first version, longer");

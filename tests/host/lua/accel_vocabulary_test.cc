@@ -53,7 +53,7 @@ TEST_CASE("the expression short forms are the accel functions", "[lua][vocabular
   CHECK(Eval("null == nil and vars.opt == null") == true);
 }
 
-TEST_CASE("stages have the shared entries; the status tests are expression-only", "[lua][vocabulary]") {
+TEST_CASE("stages have the shared entries and the status tests are expression-only", "[lua][vocabulary]") {
   CHECK(Stage("return {n = accel.len(input.with.tags), has = accel.contains(input.with.tags, 'fast')}") ==
         json{{"n", 2}, {"has", true}});
   CHECK(Stage("return {s = accel.join(accel.keys({b = 1, a = 2}), ',')}") == json{{"s", "a,b"}});

@@ -124,7 +124,7 @@ TEST_CASE("plugins call Python with positional and keyword arguments", "[plugin]
   CHECK_THROWS_WITH(plugin.stages[9]->Run(invocation), Catch::Contains("JSONDecodeError"));
 }
 
-TEST_CASE("a plugin whose stage descriptor grew loads by its stage_size; the host lends its table size", "[plugin][abi]") {
+TEST_CASE("a plugin whose stage descriptor grew loads by its stage_size and the host lends its table size", "[plugin][abi]") {
   LoadedPlugin plugin = LoadPlugin(TestPlugin("grown_abi_plugin"));
   REQUIRE(plugin.stages.size() == 2);
   CHECK(plugin.stages[0]->Uses() == "native:test_grown_first");
