@@ -26,6 +26,23 @@ local function format_table(header, rows)
   return table.concat(lines, "\n") .. "\n"
 end
 
+-- "backend: ..." naming the backend(s) that ran, the SDK version and why
+-- (the profile results' backend, sdk_version and backend_reason).
+local function backend_line(results)
+  local seen, names = {}, {}
+  for _, r in ipairs(results) do
+    if type(r.backend) == "string" and not seen[r.backend] then
+      seen[r.backend] = true
+      local name = r.backend
+      if type(r.sdk_version) == "string" then name = name .. " (Neuron SDK " .. r.sdk_version .. ")" end
+      if type(r.backend_reason) == "string" then name = name .. ": " .. r.backend_reason end
+      names[#names + 1] = name
+    end
+  end
+  if #names == 0 then return "" end
+  return "backend: " .. table.concat(names, "; ") .. "\n"
+end
+
 return {
   description = "Format profile results as a readable summary table (problem, correct, latency, % of peak, bottleneck).",
   params = {
@@ -60,8 +77,9 @@ return {
       }
     end
     table.sort(rows, function(a, b) return a[1] .. a[2] < b[1] .. b[2] end)
-    local text = string.format("NKIBench profile (%s): %d/%d correct; * = estimated by the NKI emulator\n\n",
+    local text = string.format("NKIBench profile (%s): %d/%d correct; * = estimated by the NKI emulator\n",
       input.with.target, correct, #results)
+    text = text .. backend_line(results) .. "\n"
     text = text .. format_table({ "problem", "case", "correct", "latency_ms", "%peak", "bottleneck", "error" }, rows)
     return { text = text, correct = correct, total = #results }
   end,

@@ -39,6 +39,13 @@ bool WantCase(const std::string& selection, const std::string& case_id) {
   return selection == "small" ? small : !small;
 }
 
+// Tolerances AccelOpt's harness uses for the published NKIBench, whose
+// summary.json does not carry them (docs/trainium.md, "Tolerances"):
+// mamba is judged at 3e-5, every other problem at the default 2e-5.
+double PublishedRelTol(const std::string& problem, double fallback) {
+  return problem == "mamba" ? 3e-5 : fallback;
+}
+
 json Run(StageContext& ctx) {
   // Every default comes from the schema (kParams below).
   fs::path dir = fs::absolute(ctx.Param<std::string>("dir")).lexically_normal();
@@ -63,7 +70,9 @@ json Run(StageContext& ctx) {
       throw StageFailure("config_error", where + " has no 'cases' object");
     }
     problems.push_back(problem);
-    double rel_tol = overrides.contains(problem) ? overrides[problem].get<double>() : entry.value("rel_tol", default_tol);
+    // An explicit override wins, then the directory's own value, then the published one.
+    double rel_tol = overrides.contains(problem) ? overrides[problem].get<double>()
+                                                 : entry.value("rel_tol", PublishedRelTol(problem, default_tol));
     for (const auto& [case_id, spec] : entry["cases"].items()) {
       if (!WantCase(selection, case_id)) continue;
       const json values = spec.value("values", json::object());
@@ -91,7 +100,7 @@ constexpr const char* kParams = R"JSON({
   "dir": {"type": "string", "required": true, "doc": "NKIBench-format directory holding summary.json"},
   "cases": {"type": "string", "default": "full", "enum": ["full", "small", "all"], "doc": "full, small (case id 'small') or all"},
   "rel_tol": {"type": "number", "default": 2e-05, "doc": "default relative L2 tolerance"},
-  "rel_tol_overrides": {"type": "object", "default": {}, "doc": "problem -> rel_tol (wins over summary.json)"}
+  "rel_tol_overrides": {"type": "object", "default": {}, "doc": "problem -> rel_tol (wins over summary.json and the published tolerances: mamba 3e-5)"}
 })JSON";
 
 constexpr const char* kOutputs = R"JSON({

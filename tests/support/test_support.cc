@@ -33,8 +33,18 @@ static std::string ShellQuote(const std::string& arg) {
 }
 
 CommandResult RunHost(const std::vector<std::string>& args, const std::filesystem::path& cwd) {
+  return RunHostWithEnv({}, args, cwd);
+}
+
+CommandResult RunHostWithEnv(const std::vector<std::string>& env, const std::vector<std::string>& args,
+                             const std::filesystem::path& cwd) {
   std::string command;
   if (!cwd.empty()) command += "cd " + ShellQuote(cwd.string()) + " && ";
+  if (!env.empty()) {
+    command += "env";
+    for (const auto& assignment : env) command += " " + ShellQuote(assignment);
+    command += " ";
+  }
   command += ShellQuote(ACCELOPT_HOST_BINARY);
   for (const auto& arg : args) command += " " + ShellQuote(arg);
   command += " 2>&1";

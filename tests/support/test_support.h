@@ -31,6 +31,11 @@ struct CommandResult {
 /// Runs the built accelopt-host with `args` (shell-quoted for you), in `cwd`.
 CommandResult RunHost(const std::vector<std::string>& args, const std::filesystem::path& cwd = {});
 
+/// RunHost with extra environment variables (`env`: "NAME=value" entries,
+/// passed through env(1)).
+CommandResult RunHostWithEnv(const std::vector<std::string>& env, const std::vector<std::string>& args,
+                             const std::filesystem::path& cwd = {});
+
 /// Parses a JSON file (e.g. a run's outputs.json).
 nlohmann::json ReadJson(const std::filesystem::path& path);
 

@@ -64,6 +64,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"worker", "inprocess"}));
   profile_cmd->add_option("--timeout", profile.timeout_s, "Wall-clock limit in seconds for the kernel (worker isolation; default 300)")
       ->check(CLI::PositiveNumber);
+  profile_cmd->add_option("--neuron-cores", profile.neuron_cores, "NeuronCores for the neuron backend (the first is used), e.g. 0-31");
+  profile_cmd->add_option("--python-path", profile.python_paths, "Folder to add to the embedded Python's sys.path (host and worker); repeatable")
+      ->check(CLI::ExistingDirectory);
   profile_cmd->add_option("--memory-limit", profile.memory_limit, "Address-space limit of the worker, e.g. 4G or 512M (default 4G)");
 
   accelopt::cli::PromptsRenderOptions prompts;

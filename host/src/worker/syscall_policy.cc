@@ -44,7 +44,7 @@ const char* const kAllowed[] = {
 // Added by the hardware profile (the SDK's compiler runs as child processes;
 // the Neuron runtime drives the device with ioctl and locked memory).
 const char* const kHardwareAllowed[] = {
-    "fork", "vfork", "execve", "execveat", "wait4", "waitid", "kill", "tkill", "tgkill", "setpgid", "setsid",
+    "fork", "vfork", "execve", "execveat", "wait4", "waitid", "arch_prctl", "kill", "tkill", "tgkill", "setpgid", "setsid",
     "getpgid", "ioctl", "prctl", "mlock", "mlock2", "munlock", "mlockall", "munlockall", "memfd_create", "shmget",
     "shmat", "shmdt", "shmctl", "link", "linkat", "symlink", "symlinkat", "sched_setaffinity", "sched_setscheduler",
     "sched_setparam", "setpriority", "prlimit64", "getxattr", "lgetxattr", "fgetxattr", "listxattr", "llistxattr",

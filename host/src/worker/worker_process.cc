@@ -54,8 +54,8 @@ const char* const kPassedEnv[] = {"PATH", "LANG", "LC_ALL", "LC_CTYPE", "ACCELOP
 // (NEURON_*) and where the user's Neuron installation lives.
 const char* const kNeuronEnv[] = {"LD_LIBRARY_PATH", "VIRTUAL_ENV"};
 
-// The environment of a worker: the allow-lists above, a private HOME/TMPDIR
-// and, for neuron workers, their NeuronCore.
+}  // namespace
+
 std::vector<std::string> WorkerEnvironment(const WorkerConfig& config, int id, const std::string& scratch) {
   std::vector<std::string> env;
   const bool neuron = config.backend == "neuron";
@@ -83,6 +83,8 @@ std::vector<std::string> WorkerEnvironment(const WorkerConfig& config, int id, c
   }
   return env;
 }
+
+namespace {
 
 // A pipe whose ends are >= 10 and close-on-exec (so dup2 onto 0..3 never collides).
 void MakePipe(int fds[2]) {

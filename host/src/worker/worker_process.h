@@ -117,6 +117,13 @@ class WorkerProcess {
   bool ready_ = false;
 };
 
+/// The environment worker `id` starts with: PATH, locale and ACCELOPT_*
+/// settings from an allow-list (never API keys or PYTHON*), a private
+/// HOME/TMPDIR = `scratch`, one BLAS thread; for a neuron worker also
+/// NEURON_*, LD_LIBRARY_PATH, VIRTUAL_ENV and NEURON_RT_VISIBLE_CORES =
+/// config.neuron_cores[id] ("NAME=value" entries).
+std::vector<std::string> WorkerEnvironment(const WorkerConfig& config, int id, const std::string& scratch);
+
 /// Parses "4G", "512M", "1.5G", "1048576" (bytes; K/M/G/T are powers of
 /// 1024). Throws std::invalid_argument on anything else.
 uint64_t ParseByteSize(const std::string& text);

@@ -43,7 +43,8 @@ def profile_artifacts(request):
 
     ``request``: {"scratch": folder (str), "artifacts": [{"neff": name,
     "ntff": name}, ...] (file names inside scratch, in run order),
-    "timeout_s"?: per profiler run (s, default PROFILE_TIMEOUT_S)}.
+    "timeout_s"?: per profiler run (s; default $ACCELOPT_NEURON_PROFILE_TIMEOUT_S,
+    else PROFILE_TIMEOUT_S = 300)}.
 
     Returns {"samples_ms": [latency per run, ms], "metrics": the profile
     fields of the last run (docs/trainium.md), "stats": timing_stats of the
@@ -53,7 +54,8 @@ def profile_artifacts(request):
     """
     scratch = request.get("scratch") if isinstance(request, dict) else None
     artifacts = request.get("artifacts") if isinstance(request, dict) else None
-    timeout_s = float(request.get("timeout_s") or PROFILE_TIMEOUT_S) if isinstance(request, dict) else 0
+    timeout_s = float((request.get("timeout_s") if isinstance(request, dict) else None)
+                      or os.environ.get("ACCELOPT_NEURON_PROFILE_TIMEOUT_S") or PROFILE_TIMEOUT_S)
     out = {"samples_ms": [], "metrics": {}, "stats": None, "error": None}
     paths = []
     try:

@@ -11,8 +11,8 @@ import importlib.metadata
 import os
 import sys
 
-# Distribution names whose version identifies the SDK's NKI, most specific first.
-_DISTRIBUTIONS = ("neuronx-cc", "nki")
+# Distribution names whose version identifies each namespace's SDK, most specific first.
+_DISTRIBUTIONS = {"nki": ("nki", "neuronx-cc"), "neuronxcc": ("neuronx-cc",)}
 # (module searched on sys.path, NKI namespace kernels import) in preference order.
 _NAMESPACES = (("nki", "nki"), ("neuronxcc", "neuronxcc.nki"))
 
@@ -35,8 +35,8 @@ def _spec_location(name):
     return location or name
 
 
-def _version(location):
-    for dist in _DISTRIBUTIONS:
+def _version(module, location):
+    for dist in _DISTRIBUTIONS[module]:
         try:
             return importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:
@@ -58,6 +58,19 @@ def _version(location):
     return None
 
 
+def package_locations():
+    """Files or folders of every real Neuron SDK package found (``nki``, ``neuronxcc``), in that order."""
+    found = []
+    for module, _ in _NAMESPACES:
+        try:
+            location = _spec_location(module)
+        except (ImportError, ValueError):
+            location = None
+        if location:
+            found.append(location)
+    return found
+
+
 def sdk_info():
     """Describes the Neuron SDK importable in this interpreter.
 
@@ -73,7 +86,7 @@ def sdk_info():
             location = None
         if location is None:
             continue
-        version = _version(location)
+        version = _version(module, location)
         return {"available": True, "namespace": namespace, "module": module, "location": location,
                 "version": version,
                 "reason": f"the Neuron SDK ({namespace}{' ' + version if version else ''}) is importable "

@@ -10,8 +10,8 @@ the device, so its Landlock rules add:
   (device discovery), the few ``/etc`` files the dynamic loader and the
   C library read;
 * read/write: the device nodes ``/dev/neuron*``;
-* execute, and nothing else: the interpreter, the virtual environment's
-  ``bin``, the SDK package's own folder (its compiler binaries), the Neuron
+* execute, and nothing else: the interpreter, a virtual environment's
+  ``bin`` (never a system-wide one such as /usr/bin), the dynamic loader, the SDK package's own folder (its compiler binaries), the Neuron
   tree's ``bin`` and ``/bin/sh``.
 
 Both profiles add $ACCELOPT_SANDBOX_READ / $ACCELOPT_SANDBOX_WRITE
@@ -24,6 +24,10 @@ import sys
 
 _ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/nsswitch.conf", "/etc/passwd",
               "/etc/group", "/etc/localtime", "/etc/os-release", "/etc/hosts")
+
+
+_LOADERS = ("/lib64/ld-linux*.so*", "/lib/ld-linux*.so*", "/lib/*/ld-linux*.so*", "/usr/lib/*/ld-linux*.so*",
+            "/usr/lib64/ld-linux*.so*")
 
 
 def _split(value):
@@ -54,12 +58,19 @@ def neuron_paths(sdk_location=None):
     prefixes = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
     read = prefixes + [root, "/sys"] + list(_ETC_FILES)
     execute = [os.path.realpath(sys.executable) if sys.executable else "", sys.executable or "",
-               os.path.join(sys.prefix, "bin"), os.path.join(root, "bin"), "/bin/sh", "/usr/bin/sh",
-               os.path.realpath("/bin/sh")]
-    if sdk_location:
-        package = sdk_location if os.path.isdir(sdk_location) else os.path.dirname(sdk_location)
-        execute.append(package)
-        read.append(package)
+               os.path.join(root, "bin"), "/bin/sh", "/usr/bin/sh", os.path.realpath("/bin/sh")]
+    # The kernel opens a program's ELF interpreter (the dynamic loader) for exec too.
+    for pattern in _LOADERS:
+        execute.extend(os.path.realpath(p) for p in glob.glob(pattern))
+    if sys.prefix != sys.base_prefix:  # a virtual environment: its bin holds the SDK's console scripts
+        execute.append(os.path.join(sys.prefix, "bin"))
+    # Both namespaces' packages: SDK 2.28's nki drives neuronxcc's compiler.
+    from ..backends.sdk import package_locations
+    for location in [sdk_location] + package_locations():
+        if location:
+            package = location if os.path.isdir(location) else os.path.dirname(location)
+            execute.append(package)
+            read.append(package)
     extra = extra_paths()
     return {"read": _existing(read + extra["read"]),
             "write": _existing(sorted(glob.glob("/dev/neuron*")) + extra["write"]),
