@@ -286,7 +286,9 @@ namespace {
 nlohmann::json ProfileInWorker(const ProfileOptions& options, const nlohmann::json& request) {
   worker::PoolOptions pool_options;
   pool_options.workers = 1;
-  pool_options.config.memory_bytes = worker::ParseByteSize(options.memory_limit);
+  // The emulator's default is 4 GiB; the Neuron compiler and runtime get the
+  // pool default (3/4 of physical memory), as their needs are not bounded here.
+  pool_options.config.memory_bytes = options.memory_limit.empty() ? (4ull << 30) : worker::ParseByteSize(options.memory_limit);
   pool_options.neuron_cores = options.neuron_cores;
   for (const auto& path : options.python_paths)
     pool_options.config.python_paths.push_back(std::filesystem::absolute(path).string());
@@ -297,7 +299,11 @@ nlohmann::json ProfileInWorker(const ProfileOptions& options, const nlohmann::js
   {
     std::unique_ptr<worker::WorkerPool> pool;
     auto pools = [&](const std::string& backend) -> worker::WorkerPool& {
-      if (!pool) pool = std::make_unique<worker::WorkerPool>(worker::PoolOptionsFor(pool_options, backend));
+      if (!pool) {
+        worker::PoolOptions ready = worker::PoolOptionsFor(pool_options, backend);
+        if (options.memory_limit.empty() && backend == "neuron") ready.config.memory_bytes = worker::DefaultWorkerMemoryBytes();
+        pool = std::make_unique<worker::WorkerPool>(ready);
+      }
       return *pool;
     };
     try {

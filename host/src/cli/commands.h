@@ -38,7 +38,7 @@ struct ProfileOptions {
   bool json = false;
   std::string isolation = "worker";  // "worker" (sandboxed process) or "inprocess"
   double timeout_s = 300;            // wall-clock limit of the worker call, s
-  std::string memory_limit = "4G";   // worker address-space limit (bytes, or K/M/G/T suffix)
+  std::string memory_limit;          // worker address-space limit (bytes, or K/M/G/T suffix); "" = 4G (neuron: 3/4 of RAM)
   std::string neuron_cores;          // neuron backend: "0-31" etc. (the first is used); "" = discover
   std::vector<std::string> python_paths;  // extra sys.path folders (host and worker)
 };

@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
   profile_cmd->add_option("--neuron-cores", profile.neuron_cores, "NeuronCores for the neuron backend (the first is used), e.g. 0-31");
   profile_cmd->add_option("--python-path", profile.python_paths, "Folder to add to the embedded Python's sys.path (host and worker); repeatable")
       ->check(CLI::ExistingDirectory);
-  profile_cmd->add_option("--memory-limit", profile.memory_limit, "Address-space limit of the worker, e.g. 4G or 512M (default 4G)");
+  profile_cmd->add_option("--memory-limit", profile.memory_limit, "Address-space limit of the worker, e.g. 4G or 512M (default 4G; neuron backend: 3/4 of physical memory)");
 
   accelopt::cli::PromptsRenderOptions prompts;
   auto* prompts_cmd = app.add_subcommand("prompts", "Work with the LLM prompts (docs/optimize.md)");

@@ -16,8 +16,7 @@ OUTSIDE = re.compile(r"\b[Ss]pec (?:section |§)?\d|accelopt-behavior|engineerin
 CITATION = re.compile(r"\b(nki|accelopt)-facts §(\d+)(?:\.(\d+))?")
 
 # Directories whose citations are changed by their owners, not here.
-KNOWN_OUTSIDE = ("plugins/optimize/", "prompts/", "host/src/worker/", "host/python/accelopt/backends/",
-                 "host/python/accelopt/sandbox/", "host/src/cli/")
+KNOWN_OUTSIDE = ()
 
 
 def _files():

@@ -4,7 +4,7 @@ Every run goes through ``nki_emu.run``; latency is the emulator's cost-model
 estimate for the most recent run (so ``estimated`` is True) and metrics are
 its profile fields (neuron-profile names, per-engine busy times, bottleneck).
 """
-from . import Backend
+from .base import Backend
 from .. import jsonable
 
 

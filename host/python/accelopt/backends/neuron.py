@@ -1,4 +1,4 @@
-"""The Neuron hardware backend: AccelOpt's measurement procedure (accelopt-behavior §2.2).
+"""The Neuron hardware backend: AccelOpt's measurement procedure (accelopt-facts §2.2).
 
 Compile + run with ``nki.baremetal(..., additional_compile_opt=COMPILE_OPTS)``
 under ``NEURON_ENV``; each timed iteration saves a NEFF/NTFF and reads
@@ -24,7 +24,7 @@ import tempfile
 import time
 import uuid
 
-from . import PROFILE_FIELDS, Backend
+from .base import PROFILE_FIELDS, Backend
 
 COMPILE_OPTS = "--disable-dge --logical-nc-config=1"
 NEURON_ENV = {"NEURON_CC_FLAGS": "--auto-cast=none", "NEURON_RT_NUM_CORES": "1"}
@@ -189,19 +189,19 @@ class NeuronBackend(Backend):
         if self._nki is not None:
             return
         os.environ.update(NEURON_ENV)
-        from .sdk import _is_emulator_module, sdk_info
+        from .sdk import is_emulator_module, sdk_info
         info = sdk_info()
         if not info["available"]:
             raise RuntimeError(info["reason"].split(";")[0])
         for name in (info["namespace"], "nki", "neuronxcc.nki"):
             module = sys.modules.get(name)
-            if module is not None and _is_emulator_module(module):
+            if module is not None and is_emulator_module(module):
                 raise RuntimeError(f"{name} is the emulator in this process; cannot use hardware")
         try:
             nki = importlib.import_module(info["namespace"])
         except ImportError as exc:
             raise RuntimeError(f"the Neuron SDK ({info['namespace']}) cannot be imported: {exc}") from exc
-        if _is_emulator_module(nki):
+        if is_emulator_module(nki):
             raise RuntimeError(f"{info['namespace']} is the emulator in this process; cannot use hardware")
         options = {"additional_compile_opt": COMPILE_OPTS}
         if _baremetal_accepts(nki.baremetal, "platform_target"):

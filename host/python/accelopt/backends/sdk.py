@@ -17,14 +17,15 @@ _DISTRIBUTIONS = {"nki": ("nki", "neuronx-cc"), "neuronxcc": ("neuronx-cc",)}
 _NAMESPACES = (("nki", "nki"), ("neuronxcc", "neuronxcc.nki"))
 
 
-def _is_emulator_module(module):
+def is_emulator_module(module):
+    """True if ``module`` is the NKI emulator (or one of its aliases) rather than the Neuron SDK."""
     return bool(getattr(module, "__nki_emu__", False)) or "nki_emu" in (getattr(module, "__file__", "") or "") \
         or "nki_emu" in getattr(module, "__name__", "")
 
 
 def _spec_location(name):
     module = sys.modules.get(name)
-    if module is not None and not _is_emulator_module(module):
+    if module is not None and not is_emulator_module(module):
         return getattr(module, "__file__", None) or name
     spec = importlib.machinery.PathFinder.find_spec(name)
     if spec is None:
