@@ -44,11 +44,11 @@ const char* const kAllowed[] = {
 // Added by the hardware profile (the SDK's compiler runs as child processes;
 // the Neuron runtime drives the device with ioctl and locked memory).
 const char* const kHardwareAllowed[] = {
-    "fork", "vfork", "execve", "execveat", "wait4", "waitid", "arch_prctl", "kill", "tkill", "tgkill", "setpgid", "setsid",
+    "fork", "vfork", "execve", "execveat", "wait4", "waitid", "arch_prctl", "setpgid", "setsid",
     "getpgid", "ioctl", "prctl", "mlock", "mlock2", "munlock", "mlockall", "munlockall", "memfd_create", "shmget",
     "shmat", "shmdt", "shmctl", "link", "linkat", "symlink", "symlinkat", "sched_setaffinity", "sched_setscheduler",
     "sched_setparam", "setpriority", "prlimit64", "getxattr", "lgetxattr", "fgetxattr", "listxattr", "llistxattr",
-    "flistxattr", "process_vm_readv", "nice", "inotify_init1", "inotify_add_watch", "inotify_rm_watch", "timerfd_create",
+    "flistxattr", "nice", "inotify_init1", "inotify_add_watch", "inotify_rm_watch", "timerfd_create",
     "timerfd_settime", "timerfd_gettime", "signalfd4", "epoll_create", "epoll_pwait2", "sync_file_range", "fallocate",
     "chown", "fchown", "lchown", "fchownat", "futimesat", "utimes", "utime",
 };
@@ -91,6 +91,11 @@ bool InstallCandidatePolicy(std::vector<std::string>* warnings) {
 }
 
 bool InstallCandidatePolicy(SyscallProfile profile, bool audit, std::vector<std::string>* warnings) {
+  return InstallCandidatePolicy(profile, audit, false, warnings);
+}
+
+bool InstallCandidatePolicy(SyscallProfile profile, bool audit, bool own_pid_namespace,
+                            std::vector<std::string>* warnings) {
   const bool hardware = profile == SyscallProfile::kHardware;
   scmp_filter_ctx ctx = seccomp_init(hardware && audit ? SCMP_ACT_LOG : SCMP_ACT_ERRNO(EPERM));
   if (ctx == nullptr) {
@@ -108,6 +113,17 @@ bool InstallCandidatePolicy(SyscallProfile profile, bool audit, std::vector<std:
   if (hardware) {
     for (const char* name : kHardwareAllowed) add(SCMP_ACT_ALLOW, name, 0, nullptr);
     add(SCMP_ACT_ALLOW, "clone", 0, nullptr);  // child processes of any kind, not only threads
+    if (own_pid_namespace) {
+      // Only the worker's own candidate processes are addressable, and the
+      // worker, their namespace's init, ignores signals it has no handler for.
+      for (const char* name : {"kill", "tkill", "tgkill"}) add(SCMP_ACT_ALLOW, name, 0, nullptr);
+    } else {
+      const auto self = static_cast<scmp_datum_t>(getpid());
+      for (const char* name : {"kill", "tkill", "tgkill"}) {
+        scmp_arg_cmp me = SCMP_A0_32(SCMP_CMP_EQ, self);
+        add(SCMP_ACT_ALLOW, name, 1, &me);
+      }
+    }
   }
 
   if (!hardware) {  // the hardware profile allows these without an argument check

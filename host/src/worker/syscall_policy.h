@@ -34,14 +34,19 @@ enum class SyscallProfile {
 /// InstallCandidatePolicy for `profile`. kHardware adds process creation
 /// and exec (fork, vfork, clone of any kind, execve, execveat, wait4,
 /// waitid; Landlock limits exec to the executables of the hardware profile),
-/// signals to any process (the worker's PID namespace holds only its own
-/// candidate processes), process groups (setpgid, setsid), every ioctl and
+/// signals (see own_pid_namespace below), process groups (setpgid, setsid), every ioctl and
 /// prctl (the device driver's requests), mlock family, memfd_create, SysV
 /// shared memory (the worker has its own IPC namespace) and links. Sockets
 /// and io_uring stay refused. With `audit` (ACCELOPT_SECCOMP_AUDIT=1, a
 /// discovery aid for new SDK releases) calls outside the list are allowed
 /// and logged by the kernel's audit instead of refused.
 bool InstallCandidatePolicy(SyscallProfile profile, bool audit, std::vector<std::string>* warnings);
+
+/// As above; `own_pid_namespace` (the worker is pid 1 of its own PID
+/// namespace) lets the hardware profile's candidates signal any process of
+/// that namespace (their compiler processes); without it, only themselves.
+bool InstallCandidatePolicy(SyscallProfile profile, bool audit, bool own_pid_namespace,
+                            std::vector<std::string>* warnings);
 
 /// Names of the system calls the hardware profile adds without an argument check.
 std::vector<std::string> HardwareSyscallNames();

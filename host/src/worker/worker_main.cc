@@ -284,7 +284,8 @@ int SpareBody(const WorkerMainOptions& options, int request_fd, int reply_fd, in
   std::vector<std::string> warnings;
   const char* audit = std::getenv("ACCELOPT_SECCOMP_AUDIT");
   SyscallProfile profile = g_hardware ? SyscallProfile::kHardware : SyscallProfile::kEmulator;
-  if (options.sandbox && !InstallCandidatePolicy(profile, audit != nullptr && std::string(audit) == "1", &warnings))
+  if (options.sandbox &&
+      !InstallCandidatePolicy(profile, audit != nullptr && std::string(audit) == "1", g_pid_namespace, &warnings))
     spdlog::debug("{}", warnings.back());
   LineReader reader(request_fd);
   std::string line;
