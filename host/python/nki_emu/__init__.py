@@ -5,6 +5,8 @@ Public API (stable contract, docs/architecture.md "NKI emulator"):
 * :func:`install` registers ``neuronxcc``/``nki`` module aliases (idempotent).
 * :func:`run` executes a kernel on NumPy arrays and returns a :class:`RunResult`
   with the outputs and an estimated Trainium profile (nki-facts §3).
+* :func:`run_batched` executes it once for several input sets (the kernel's
+  instruction stream does not depend on data) and returns a :class:`BatchResult`.
 * :func:`jit`, :func:`baremetal`, :func:`simulate_kernel`, :func:`benchmark`
   mirror the ``nki`` entry points (nki-facts §2.7).
 
@@ -24,8 +26,8 @@ from .aliases import install as _install_aliases
 from .errors import NKICompileError, UnwrittenOutputError, fail
 from .tensor import NkiTensor, from_numpy, to_host
 
-__all__ = ["install", "run", "RunResult", "jit", "baremetal", "simulate_kernel", "benchmark",
-           "NKICompileError", "UnwrittenOutputError"]
+__all__ = ["install", "run", "RunResult", "run_batched", "BatchResult", "NotBatchable", "jit", "baremetal",
+           "simulate_kernel", "benchmark", "NKICompileError", "UnwrittenOutputError"]
 
 TARGETS = ("trn1", "trn2")
 
@@ -55,15 +57,29 @@ def _kernel_function(kernel):
     return getattr(kernel, "__nki_function__", kernel)
 
 
-def _to_numpy(value):
+def _to_numpy(value, member=0):
+    """What the kernel returned, for one member of the run (NumPy arrays, no copy)."""
     if isinstance(value, NkiTensor):
-        return to_host(value)
+        return to_host(value)[member]
     if isinstance(value, (tuple, list)):
-        return tuple(_to_numpy(v) for v in value)
+        return tuple(_to_numpy(v, member) for v in value)
     return value
 
 
-def _bind_args(fn, args):
+def _seen(bound, member):
+    """The arrays the kernel's arguments hold for one member (tuples/lists kept)."""
+    out = []
+    for a in bound:
+        if isinstance(a, NkiTensor):
+            out.append(to_host(a)[member])
+        elif isinstance(a, (tuple, list)):
+            out.append(type(a)(_seen(a, member)) if isinstance(a, list) else tuple(_seen(a, member)))
+        else:
+            out.append(a)
+    return out
+
+
+def _bind_args(fn, args, batched=False):
     try:
         sig = inspect.signature(fn)
         params = list(sig.parameters.values())
@@ -74,25 +90,28 @@ def _bind_args(fn, args):
         param = params[i] if i < len(params) else None
         name = param.name if param is not None else f"arg{i}"
         ann = param.annotation if param is not None else None
-        if isinstance(a, np.ndarray):
+        if isinstance(a, (np.ndarray, tensor.Members)):
             mutable = isinstance(ann, nki_typing.Annotation) and ann.mutable
-            if isinstance(ann, nki_typing.Annotation) and ann.shape is not None and tuple(ann.shape) != a.shape:
+            shape = a[0].shape if isinstance(a, tensor.Members) else a.shape[1:] if batched else a.shape
+            if isinstance(ann, nki_typing.Annotation) and ann.shape is not None and tuple(ann.shape) != shape:
                 fail("err_annotation_shape_mismatch",
-                     f"shape of `{name}[{', '.join(map(str, a.shape))}]` does not match the expected shape "
+                     f"shape of `{name}[{', '.join(map(str, shape))}]` does not match the expected shape "
                      f"of [{', '.join(map(str, ann.shape))}]")
-            out.append(from_numpy(a if not mutable else a, name, immutable=not mutable))
+            if mutable and isinstance(a, tensor.Members):
+                a = np.stack(a)  # a writable copy: the members' own arrays are never written
+            out.append(from_numpy(a, name, immutable=not mutable, batched=batched))
         elif isinstance(a, (tuple, list)):
-            out.append(_wrap_nested(a, name))
+            out.append(_wrap_nested(a, name, batched))
         else:
             out.append(a)
     return out
 
 
-def _wrap_nested(value, name):
+def _wrap_nested(value, name, batched=False):
     """A tuple/list argument with its NumPy arrays as immutable HBM tensors (a kernel never
     receives a host array)."""
-    items = [from_numpy(v, f"{name}_{i}") if isinstance(v, np.ndarray)
-             else _wrap_nested(v, f"{name}_{i}") if isinstance(v, (tuple, list)) else v
+    items = [from_numpy(v, f"{name}_{i}", batched=batched) if isinstance(v, (np.ndarray, tensor.Members))
+             else _wrap_nested(v, f"{name}_{i}", batched) if isinstance(v, (tuple, list)) else v
              for i, v in enumerate(value)]
     return type(value)(items) if isinstance(value, list) else tuple(items)
 
@@ -106,10 +125,14 @@ _RUN_LOCK = threading.RLock()
 
 def _execute(kernel, args, kwargs, target, tracer, compute=True):
     with _RUN_LOCK:
-        return _execute_locked(kernel, args, kwargs, target, tracer, compute)
+        outputs, _ = _execute_locked(kernel, args, kwargs, target, tracer, compute)
+        return outputs[0] if outputs is not None else None
 
 
-def _execute_locked(kernel, args, kwargs, target, tracer, compute):
+def _execute_locked(kernel, args, kwargs, target, tracer, compute, members=1, trace_member=0):
+    """Runs the kernel once; returns ([outputs per member], [argument arrays per member])
+    or (None, None) for a nested call (whose result is returned as is, see below).
+    ``members`` > 1: ``args`` are batched (arrays (S,) + shape or tensor.Members)."""
     if target not in TARGETS:
         raise ValueError(f"unknown target {target!r}; expected one of {TARGETS}")
     install()
@@ -117,21 +140,28 @@ def _execute_locked(kernel, args, kwargs, target, tracer, compute):
     if runtime.current() is not None:
         # a kernel calling nki.simulate_kernel/baremetal/benchmark: the callee is part of
         # the running kernel (as a nested @nki.jit call is); its tensors stay tensors
-        return fn(*args, **kwargs)
-    run_state = runtime.Run(target, tracer, compute)
+        return [fn(*args, **kwargs)], None
+    run_state = runtime.Run(target, tracer, compute, batch=members, trace_member=trace_member)
     runtime.push(run_state)
     tensor.forget_owners()
     try:
         with np.errstate(all="ignore"), blas_threads.single_threaded():
-            bound = _bind_args(fn, list(args))
-            result = fn(*bound, **kwargs)
-        if run_state.error is not None:
-            raise run_state.error  # a refusal the kernel caught still refuses the kernel
-        coverage.check_outputs(result, bound)
+            bound = _bind_args(fn, list(args), batched=members > 1)
+            try:
+                result = fn(*bound, **kwargs)
+                if run_state.error is not None:
+                    raise run_state.error  # a refusal the kernel caught still refuses the kernel
+                coverage.check_outputs(result, bound)
+            except (NKICompileError, UnwrittenOutputError) as exc:
+                # the same error for every member unless the members' data diverged first
+                exc.uniform = not run_state.data_dependent
+                raise
+        outputs = [_to_numpy(result, m) for m in range(members)]
+        seen = [_seen(bound, m) for m in range(members)]
     finally:
         runtime.pop()
         tensor.forget_owners()
-    return _to_numpy(result)
+    return outputs, seen
 
 
 def run(kernel, args, *, target="trn1", trace=True, compute=True, keep_trace=False):
@@ -158,6 +188,99 @@ def run(kernel, args, *, target="trn1", trace=True, compute=True, keep_trace=Fal
     result = RunResult(outputs, profile)
     result.trace = (tracer.records, tracer.m) if (tracer is not None and keep_trace) else None
     return result
+
+
+class NotBatchable(ValueError):
+    """The input sets given to :func:`run_batched` cannot share one kernel call: their
+    arrays differ in shape or dtype, or their other arguments differ (a Python value can
+    steer the kernel's control flow). Run them one by one with :func:`run`."""
+
+
+class BatchResult:
+    """Outcome of :func:`run_batched`.
+
+    ``outputs``: one entry per input set, what the kernel returned for it (an ndarray or
+    a tuple of them; views of the batched storage, no copy); ``arguments``: per input
+    set, the arrays the kernel's arguments held (the caller's own arrays, or for
+    ``nt.mutable_tensor`` parameters the copies the kernel could write); ``profile``:
+    the estimated profile of ``trace_member``'s run (as ``RunResult.profile``; only
+    ``target``/``estimated`` without tracing); ``trace``: (records, counters) with
+    ``keep_trace``, else None; ``timings``: {"run_ms", "replay_ms"} (wall time of the
+    kernel call and of the cost model's replay).
+    """
+
+    def __init__(self, outputs, arguments, profile, trace, timings):
+        self.outputs, self.arguments, self.profile = outputs, arguments, profile
+        self.trace, self.timings = trace, timings
+
+    def __repr__(self):
+        return f"BatchResult({len(self.outputs)} input sets, latency_ms={self.profile.get('latency_ms')})"
+
+
+def _stack_argument(position, values):
+    """One argument position across the input sets: tensor.Members for arrays (no copy),
+    the common value otherwise. Raises NotBatchable."""
+    first = values[0]
+    if isinstance(first, np.ndarray):
+        if not all(isinstance(v, np.ndarray) and v.shape == first.shape and v.dtype == first.dtype for v in values):
+            raise NotBatchable(f"argument {position}: arrays of different shapes or dtypes")
+        return tensor.Members(np.ascontiguousarray(v) for v in values)
+    if isinstance(first, (tuple, list)):
+        if not all(type(v) is type(first) and len(v) == len(first) for v in values):
+            raise NotBatchable(f"argument {position}: sequences of different lengths")
+        items = [_stack_argument(f"{position}.{i}", [v[i] for v in values]) for i in range(len(first))]
+        return type(first)(items) if isinstance(first, list) else tuple(items)
+    for v in values[1:]:
+        same = type(v) is type(first) and (v == first if not isinstance(v, float) else
+                                           (v == first or (v != v and first != first)))
+        if not same:
+            raise NotBatchable(f"argument {position}: the input sets' values differ ({first!r}, {v!r})")
+    return first
+
+
+def run_batched(kernel, input_sets, *, target="trn1", trace_member=None, compute=True, keep_trace=False):
+    """Runs ``kernel`` once for every input set in ``input_sets`` (docs/nki-emulator.md,
+    "Batched execution").
+
+    ``input_sets``: a list of S argument lists as for :func:`run`; their arrays must
+    have equal shapes and dtypes per position and their other arguments must be equal
+    (else NotBatchable, raised before anything runs). Every storage array of the run
+    has a leading axis of S members; each member's results are exactly those of
+    ``run(kernel, input_sets[m])``. ``trace_member``: the input set whose run is traced
+    by the cost model (its profile is returned; the instruction stream is the same for
+    every input set, only indirect-DMA addresses are that member's), or None for no
+    tracing. ``compute``/``keep_trace``: as for :func:`run`. The caller's arrays are
+    never copied or written (``nt.mutable_tensor`` parameters get writable copies).
+
+    Returns BatchResult. Raises what :func:`run` raises; an NKICompileError or
+    UnwrittenOutputError carries ``uniform``: True when it is the same for every
+    input set (raised before the members' data made them diverge: an indirect access
+    out of bounds for some members only, or indirect stores), so that run(input_sets[0])
+    would raise it too; otherwise run the sets one by one to attribute it. Memory:
+    S times a single run's storage (except the caller's input arrays).
+    """
+    import time
+    if not input_sets:
+        raise ValueError("run_batched needs at least one input set")
+    members = len(input_sets)
+    if any(len(a) != len(input_sets[0]) for a in input_sets):
+        raise NotBatchable("input sets with different numbers of arguments")
+    args = [_stack_argument(i, [a[i] for a in input_sets]) for i in range(len(input_sets[0]))]
+    tracer = None
+    if trace_member is not None:
+        if not 0 <= trace_member < members:
+            raise ValueError(f"trace_member {trace_member} out of range for {members} input sets")
+        from .cost.tracer import Tracer
+        tracer = Tracer(target)
+    start = time.perf_counter()
+    with _RUN_LOCK:
+        outputs, seen = _execute_locked(kernel, args, {}, target, tracer, compute, members,
+                                        trace_member if trace_member is not None else 0)
+    ran = time.perf_counter()
+    profile = tracer.profile() if tracer is not None else {"target": target, "estimated": True}
+    timings = {"run_ms": (ran - start) * 1e3, "replay_ms": (time.perf_counter() - ran) * 1e3}
+    trace = (tracer.records, tracer.m) if (tracer is not None and keep_trace) else None
+    return BatchResult(outputs, seen, profile, trace, timings)
 
 
 class JitKernel:

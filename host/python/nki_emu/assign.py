@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from . import ops, runtime, tensor, trace
+from . import batch, ops, runtime, tensor, trace
 from .errors import fail
 from .operands import check_psum_tile, check_scope, space
 from .tensor import NkiTensor, update_in_place, values, write
@@ -27,11 +27,11 @@ class LoopReduceResult:
     def apply(self, dest):
         first = all(getattr(i, "first", False) for i in self.loop_indices)
         x = values(self.tile)
-        x = np.broadcast_to(x, dest.shape) if self.tile.size != dest.size else x
+        x = batch.expand(x, dest.shape) if self.tile.size != dest.size else x
         if first:
             write(dest, x, self.valid)
         else:
-            write(dest, ops.binary(self.op)(x, values(dest)), self.valid)
+            write(dest, ops.binary(self.op)(*batch.align(x, values(dest))), self.valid)
         trace.compute("tensor_tensor", "vector", [self.tile] + ([] if first else [dest]), dest,
                       _free(dest), in_psum=self.tile.buffer == "psum")
 
@@ -78,7 +78,7 @@ def assign(dest, value):
         write(dest, values(value), value.valid)
         trace.assigned(value, dest)
     else:
-        write(dest, np.asarray(value))
+        write(dest, np.asarray(value), batched=False)
         trace.compute("memset", "vector", [], dest, _free(dest))
     if run is not None and dest.layout is not None:
         run.check_output_dependency(dest.root, dest.layout)
@@ -87,14 +87,16 @@ def assign(dest, value):
 def accumulate(dest, value, op):
     """Implements ``dest op= value`` in place (PSUM matmul accumulation or element-wise)."""
     producer_op = getattr(getattr(value, "producer", None), "op", None)
-    if isinstance(value, NkiTensor):
+    batched = isinstance(value, NkiTensor)
+    if batched:
         _check_shapes(dest, value.shape)
         vals, valid = values(value), value.valid
     else:
         vals, valid = np.asarray(value, dtype=np.float32), None
     fn = ops.binary(op)
-    if valid is not None or not isinstance(fn, np.ufunc) or not update_in_place(dest, fn, vals):
-        write(dest, fn(values(dest), vals), valid)
+    if valid is not None or not isinstance(fn, np.ufunc) or not update_in_place(dest, fn, vals, batched):
+        current = values(dest)
+        write(dest, fn(current, batch.fit(vals, current.shape, batched)), valid)
     is_matmul = producer_op in ("nc_matmul", "matmul") and dest.buffer == "psum" and fn is np.add
     trace.accumulated(dest, value if isinstance(value, NkiTensor) else None, is_matmul)
     if not dest.is_root:

@@ -8,7 +8,6 @@ evaluate to (docs/nki-facts.md, "Indexing"). Comparisons give a
 ``mask=`` argument into a boolean array. How an index tuple selects elements of
 a tensor is ``nki_emu.layout``'s business.
 """
-import operator
 
 import numpy as np
 
@@ -18,13 +17,9 @@ from .errors import fail
 
 def is_int(x):
     """True for Python/NumPy integers (and LoopIndex), False for bools and anything else."""
-    if isinstance(x, (bool, np.bool_)):
-        return False
-    try:
-        operator.index(x)
-        return True
-    except TypeError:
-        return False
+    # isinstance, never operator.index: an NkiTensor's __index__ is a refusal (its values
+    # cannot become Python numbers), not a "no".
+    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
 
 
 _FULL = slice(None)

@@ -7,7 +7,7 @@ import enum
 
 import numpy as np
 
-from . import dtypes, ops, runtime, trace
+from . import batch, dtypes, ops, runtime, trace
 from .errors import fail
 from .index_expr import mask_array
 from .operands import free_size, on_chip, result as _result, values
@@ -74,7 +74,7 @@ def _per_partition(x, p, what, api):
         if x.shape[0] != p or free_size(x.shape) != 1:
             fail(f"err_{api}_{what}_scalar_or_vector",
                  f"'{what}' of '{api}' must be a scalar or a vector of shape [{p}, 1], got {list(x.shape)}")
-        return tensor_values(x).reshape(p, 1).astype(np.float32, copy=False)
+        return tensor_values(x).reshape(-1, p, 1).astype(np.float32, copy=False)
     return np.float32(x)
 
 
@@ -110,10 +110,12 @@ def nc_matmul(stationary, moving, is_stationary_onezero=False, is_moving_onezero
     if n > 512:
         fail("err_moving_free_size_exceed_limit",
              f"free size {n} of 'moving' of 'nc_matmul' exceeds gemm_moving_fmax of 512.")
-    a = _f32(stationary).reshape(k, m)
-    b = _f32(moving).reshape(k, n)
+    a = _f32(stationary)
+    a = a.reshape(a.shape[0], k, m)  # (S, K, M): one GEMM per member, batched
+    b = _f32(moving)
+    b = b.reshape(b.shape[0], k, n)
     valid = mask_array(mask, (m, n))
-    res = a.T @ b if runtime.computing() else np.zeros((m, n), np.float32)
+    res = np.matmul(a.swapaxes(1, 2), b) if runtime.computing() else np.zeros((a.shape[0], m, n), np.float32)
     out = NkiTensor.fresh(res, np.float32, "psum", valid=valid)
     cols = n if valid is None else int(valid.any(axis=0).sum())
     fp32 = stationary.dtype == _FLOAT32 or moving.dtype == _FLOAT32  # fp32 runs at 1/4 rate
@@ -132,7 +134,8 @@ def nc_transpose(data, mask=None, dtype=None, engine=engine.unknown, **_kwargs):
     if p > limit or f > limit:
         fail("err_size_of_dimension_exceed_arch_limit",
              f"nc_transpose on {eng} engine supports at most {limit}x{limit}, got [{p}, {f}]")
-    res = values(data).reshape(p, f).T
+    res = values(data)
+    res = res.reshape(res.shape[0], p, f).swapaxes(1, 2)
     out = _result(res, dtype or data.dtype, "psum" if eng == "tensor" else "sbuf", mask)
     trace.compute("nc_transpose", eng, [data], out, f, partitions=p, fp32=True, transpose=True,
                   flops=2 * p * f * p if eng == "tensor" else 0)
@@ -171,7 +174,7 @@ def activation(op, data, bias=None, scale=1.0, reduce_op=None, reduce_res=None,
     out = _result(res, dtype or data.dtype, mask=mask)
     reduces = reduce_res is not None or reduce_op is not None
     if reduce_res is not None:
-        red = np.sum(res.reshape(p, -1), axis=1, keepdims=True)
+        red = np.sum(res.reshape(res.shape[0], p, -1), axis=2, keepdims=True)
         tensor_write(reduce_res, red)
     trace.compute("activation_reduce" if reduces else "activation", "scalar", [data, bias] +
                   ([scale] if isinstance(scale, NkiTensor) else []), out, free_size(data.shape))
@@ -254,16 +257,18 @@ def tensor_tensor_scan(data0, data1, initial, op0, op1, reverse0=False, reverse1
     on_chip(data1, "data1", "tensor_tensor_scan")
     _pmismatch("tensor_tensor_scan", ("data0", "data1"), (data0, data1))
     p, n = data0.shape[0], free_size(data0.shape)
-    a, b = _f32(data0).reshape(p, n), _f32(data1).reshape(p, n)
+    a = _f32(data0)
+    members = a.shape[0]
+    a, b = a.reshape(members, p, n), _f32(data1).reshape(members, p, n)
     prev = _per_partition(initial, p, "initial", "tensor_tensor_scan")
-    prev = np.broadcast_to(prev, (p, 1)).reshape(p).astype(np.float32)
+    prev = np.broadcast_to(prev, (members, p, 1)).reshape(members, p).astype(np.float32)
     f0, f1 = ops.binary(op0), ops.binary(op1)
-    res = np.empty((p, n), np.float32)
+    res = np.empty((members, p, n), np.float32)
     for i in range(n if runtime.computing() else 0):
-        t = f0(prev, a[:, i]) if reverse0 else f0(a[:, i], prev)
-        prev = f1(b[:, i], t) if reverse1 else f1(t, b[:, i])
-        res[:, i] = prev
-    out = _result(res.reshape(data0.shape), dtype or data0.dtype, mask=mask)
+        t = f0(prev, a[:, :, i]) if reverse0 else f0(a[:, :, i], prev)
+        prev = f1(b[:, :, i], t) if reverse1 else f1(t, b[:, :, i])
+        res[:, :, i] = prev
+    out = _result(res.reshape((members,) + data0.shape), dtype or data0.dtype, mask=mask)
     trace.compute("tensor_tensor_scan", "vector", [data0, data1] +
                   ([initial] if isinstance(initial, NkiTensor) else []), out, n)
     return out
@@ -275,11 +280,11 @@ def tensor_reduce(op, data, axis, dtype=None, mask=None, negate=False, keepdims=
     axes = tuple(int(a) for a in (axis if isinstance(axis, (list, tuple)) else [axis]))
     if 0 in axes or 1 not in axes:
         fail("err_tensor_reduce_axis", "'axis' of 'tensor_reduce' must be free axes including axis 1")
-    res = ops.reducer(op)(_f32(data), axis=axes, keepdims=True)
+    res = ops.reducer(op)(_f32(data), axis=batch.reduce_axes(axes), keepdims=True)
     if negate:
         res = -res
     if not keepdims:
-        res = res.reshape(res.shape[0], -1)
+        res = res.reshape(res.shape[0], res.shape[1], -1)
     out = _result(res, dtype or data.dtype, mask=mask)
     trace.compute("tensor_reduce", "vector", [data], out, free_size(data.shape))
     return out
@@ -297,7 +302,7 @@ def memset(shape, value, dtype, mask=None, engine=engine.unknown, **_kwargs):
     """Tile of ``shape`` filled with ``value`` cast to ``dtype`` (nki-facts §2.6)."""
     shape = tuple(int(d) for d in shape)
     vals = np.full(shape, value, dtype=dtypes.storage(dtype))
-    out = _result(vals, dtype, mask=mask)
+    out = _result(vals, dtype, mask=mask, batched=False)
     trace.compute("memset", _engine_name(engine, "vector"), [], out, free_size(shape), value=value)
     return out
 
@@ -319,7 +324,7 @@ def iota(expr, dtype, mask=None, **_kwargs):
     vals = np.asarray(expr)
     if vals.ndim == 1:
         vals = vals.reshape(-1, 1)
-    out = _result(vals.astype(dtypes.storage(dtype)), dtype, mask=mask)
+    out = _result(vals.astype(dtypes.storage(dtype)), dtype, mask=mask, batched=False)
     trace.compute("iota", "gpsimd", [], out, free_size(vals.shape))
     return out
 
@@ -328,7 +333,8 @@ def affine_select(pred, on_true_tile, on_false_value, mask=None, dtype=None, **_
     """``where(pred, on_true_tile, on_false_value)`` on GpSimd (nki-facts §2.6)."""
     on_chip(on_true_tile, "on_true_tile", "affine_select")
     vals = values(on_true_tile)
-    cond = pred.evaluate(vals.shape) if hasattr(pred, "evaluate") else np.asarray(pred, bool)
+    shape = on_true_tile.shape
+    cond = pred.evaluate(shape) if hasattr(pred, "evaluate") else np.asarray(pred, bool)
     out = _result(np.where(cond, vals, on_false_value), dtype or on_true_tile.dtype, mask=mask)
-    trace.compute("affine_select", "gpsimd", [on_true_tile], out, free_size(vals.shape))
+    trace.compute("affine_select", "gpsimd", [on_true_tile], out, free_size(shape))
     return out

@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 
-from . import dtypes, ops, runtime, tensor, trace
+from . import batch, dtypes, ops, runtime, tensor, trace
 from .assign import LoopReduceResult
 from .dtypes import (bfloat16, bool_, float8_e4m3, float8_e5m2, float16, float32, int8, int16,  # noqa: F401
                      int32, tfloat32, uint8, uint16, uint32)
@@ -17,7 +17,7 @@ from .index_expr import arange, mask_array, mgrid  # noqa: F401
 from .operands import dtype_of as _dtype_of, free_size, is_tile as _is_tile, on_chip, result as _result
 from .operands import space as _space, values
 from .tensor import HBM_BUFFERS, MAX_PARTITIONS as _PMAX, NkiTensor, par_dim  # noqa: F401
-from .tensor import values as tensor_values, write as tensor_write
+from .tensor import read as tensor_read, write as tensor_write
 
 
 class _Buffer:
@@ -134,9 +134,11 @@ _PRINT_STREAM = sys.stdout
 
 def device_print(prefix, x, **_kwargs):
     """Prints ``prefix`` and the values of ``x`` to the standard output the emulator was
-    imported with (see ``_PRINT_STREAM``)."""
+    imported with (see ``_PRINT_STREAM``): one line per input set of a batched run."""
     try:
-        _PRINT_STREAM.write(f"{prefix} {values(x)}\n")
+        vals = values(x)
+        for member in (vals if _is_tile(x) else [vals]):
+            _PRINT_STREAM.write(f"{prefix} {member}\n")
         _PRINT_STREAM.flush()
     except (OSError, ValueError, AttributeError):
         pass  # a closed or missing stream: printing is best effort
@@ -152,7 +154,8 @@ def load(src, mask=None, dtype=None, **_kwargs):
     shape = src.shape if len(src.shape) > 1 else (src.shape[0], 1)
     valid = mask_array(mask, shape)
     src.check_bounds(None if valid is None else valid.reshape(src.shape))
-    vals = np.array(tensor_values(src), copy=True).reshape(shape)
+    vals = tensor_read(src)
+    vals = vals.reshape(vals.shape[:1] + shape)
     out = NkiTensor.fresh(vals, dtype or src.dtype, "sbuf", valid=valid)
     on_chip(out, "src", "load")
     trace.dma("load", src, out, out=out)
@@ -167,17 +170,19 @@ def store(dst, value, mask=None, **_kwargs):
              f"'{_space(dst) if _is_tile(dst) else 'python'}' instead.")
     if _is_tile(value):
         on_chip(value, "value", "store")
-    vals = values(value)
+    vals = np.asarray(values(value))
     shape = dst.shape
     valid = mask_array(mask, shape)
-    if _is_tile(value) and value.valid is not None:
-        vv = np.broadcast_to(value.valid, np.shape(vals)).reshape(shape) if value.valid.size == dst.size \
+    batched = _is_tile(value)
+    if batched and value.valid is not None:
+        vv = np.broadcast_to(value.valid, value.shape).reshape(shape) if value.valid.size == dst.size \
             else np.broadcast_to(value.valid, shape)
         valid = vv if valid is None else (valid & vv)
-    vals = np.asarray(vals)
-    if vals.shape != shape and vals.size == dst.size:
+    if batched and vals.shape[1:] != shape and vals.size == vals.shape[0] * dst.size:
+        vals = vals.reshape(vals.shape[:1] + shape)
+    elif not batched and vals.shape != shape and vals.size == dst.size:
         vals = vals.reshape(shape)
-    tensor_write(dst, vals, valid)
+    tensor_write(dst, vals, valid, batched=batched)
     run = runtime.current()
     if run is not None and dst.layout is not None:
         run.check_output_dependency(dst.root, dst.layout)
@@ -196,7 +201,7 @@ def copy(src, mask=None, dtype=None, **_kwargs):
 def broadcast_to(src, shape):
     """NumPy broadcast of a tile to ``shape``; a 1-partition source is broadcast on TensorE (nki-facts §2.5)."""
     shape = tuple(int(d) for d in shape)
-    vals = np.broadcast_to(values(src), shape)
+    vals = batch.expand(values(src), shape)
     out = NkiTensor.fresh(np.ascontiguousarray(vals), src.dtype, "sbuf")
     if src.shape[0] == 1 and shape[0] > 1:
         trace.compute("nc_matmul", "tensor", [src], out, free_size(shape), n_stationary=shape[0],
@@ -207,7 +212,9 @@ def broadcast_to(src, shape):
 
 
 def expand_dims(data, axis):
-    return NkiTensor.fresh(np.expand_dims(values(data), axis), data.dtype, data.buffer)
+    """A new tile with a length-1 axis inserted at ``axis`` (of the tile)."""
+    axis = int(axis)
+    return NkiTensor.fresh(np.expand_dims(values(data), axis + 1 if axis >= 0 else axis), data.dtype, data.buffer)
 
 
 def transpose(x, dtype=None, mask=None, **_kwargs):
@@ -220,7 +227,7 @@ def transpose(x, dtype=None, mask=None, **_kwargs):
         if n > 128:
             fail("err_size_of_dimension_exceed_arch_limit",
                  f"size of dimension {dim} in 'x[{', '.join(map(str, x.shape))}]' of 'transpose' exceed architecture limitation of 128.")
-    out = _result(values(x).T, dtype or x.dtype, "psum", mask)
+    out = _result(values(x).swapaxes(-1, -2), dtype or x.dtype, "psum", mask)
     trace.compute("nc_transpose", "tensor", [x], out, x.shape[1], partitions=x.shape[0], fp32=True,
                   flops=2 * x.shape[0] * x.shape[1] * x.shape[1], transpose=True)
     return out
@@ -239,9 +246,10 @@ def elementwise(op, a, b, dtype=None, mask=None, operator=False, api=None):
              f"number of partitions (dimension 0 size of a tile) mismatch in parameters "
              f"(x[{', '.join(map(str, a.shape))}], y[{', '.join(map(str, b.shape))}]) of '{api}'")
     fn = ops.binary(op)
-    res = fn(va, vb)
+    batched_a, batched_b = _is_tile(a), _is_tile(b)
+    res = fn(*batch.align(va, vb, batched_a, batched_b))
     out_dtype = dtype or dtypes.promote(_dtype_of(a), _dtype_of(b))
-    out = _result(res, out_dtype, mask=mask)
+    out = _result(res, out_dtype, mask=mask, batched=batched_a or batched_b)
     tiles = [x for x in (a, b) if _is_tile(x)]
     full_tiles = [x for x in tiles if free_size(x.shape) > 1 or free_size(out.shape) == 1]
     n = free_size(out.shape)
@@ -272,7 +280,7 @@ def _unary_api(name):
         on_chip(x, "x", name)
         vx = values(x)
         res = np_fn(np.asarray(vx, dtype=np.float32) if np.asarray(vx).dtype != np.float32 else vx)
-        out = _result(res, dtype or _dtype_of(x), mask=mask)
+        out = _result(res, dtype or _dtype_of(x), mask=mask, batched=_is_tile(x))
         trace.compute("activation", "scalar", [x] if _is_tile(x) else [], out, free_size(out.shape))
         return out
 
@@ -306,9 +314,9 @@ def _reduce_api(name):
         if 0 in axes:
             fail("err_reduce_on_partition_axis", f"'{name}' cannot reduce along the partition dimension (axis 0).")
         vals = values(x)
-        res = ops.REDUCE[name](vals, axis=axes, keepdims=True)
+        res = ops.REDUCE[name](vals, axis=batch.reduce_axes(axes), keepdims=True)
         if not keepdims:
-            res = res.reshape(res.shape[0], -1) if res.ndim > 1 else res
+            res = res.reshape(res.shape[0], res.shape[1], -1) if res.ndim > 2 else res
         out = _result(res, dtype or x.dtype, mask=mask)
         trace.compute("tensor_reduce", "vector", [x], out, free_size(x.shape))
         return out
@@ -346,20 +354,20 @@ def matmul(x, y, transpose_x=False, mask=None, **_kwargs):
         fail("err_matmul_shape",
              f"nl.matmul expects x[M<=128, K<=128] and y[K<=128, N<=512], got "
              f"x{list(x.shape)} y{list(y.shape)} (transpose_x={transpose_x})")
-    a = vx if transpose_x else vx.T  # the stationary operand (K, M)
+    a = vx if transpose_x else vx.swapaxes(-1, -2)  # the stationary operand (S, K, M)
     if runtime.computing():
-        res = np.matmul(a.T.astype(np.float32, copy=False),
-                        vy.reshape(y.shape[0], -1).astype(np.float32, copy=False))
+        res = np.matmul(a.swapaxes(-1, -2).astype(np.float32, copy=False),
+                        vy.reshape(vy.shape[0], y.shape[0], -1).astype(np.float32, copy=False))
     else:
-        res = np.zeros((m, free_size(y.shape)), np.float32)
+        res = np.zeros((vx.shape[0], m, free_size(y.shape)), np.float32)
     out = _result(res, np.float32, "psum", mask)
     n_mov = free_size(y.shape)
     if not transpose_x and trace.active():
         # the transposed copies exist for the cost trace only: roots over `a` (no copy)
-        xt = NkiTensor.allocate(a.shape, x.dtype, "psum", data=a)
+        xt = NkiTensor.allocate(a.shape[1:], x.dtype, "psum", data=a)
         trace.compute("nc_transpose", "tensor", [x], xt, k_x, partitions=m, fp32=True,
                       flops=2 * m * k_x * m, transpose=True)
-        xs = NkiTensor.allocate(a.shape, x.dtype, "sbuf", data=a)
+        xs = NkiTensor.allocate(a.shape[1:], x.dtype, "sbuf", data=a)
         trace.compute("tensor_copy", "scalar", [xt], xs, m)
         x = xs
     trace.compute("nc_matmul", "tensor", [x, y], out, n_mov, n_stationary=m, fp32=True,

@@ -48,27 +48,57 @@ class Gather:
     :func:`gather_flat` (root element indices, grid shape), :func:`gather_inb`
     (in-bound mask or None), :func:`gather_oob_message` and
     :func:`gather_signature` (a hashable value equal for equal accesses: the cost
-    model's load key).
+    model's load key). In a batched run whose members' index values differ
+    (:func:`stack_gathers`), those describe the traced member and
+    :func:`gather_members` holds every member's indices.
     """
 
     __slots__ = ("shape", "__weakref__")
 
-    def __init__(self, flat, inb, oob_message, signature=None):
+    def __init__(self, flat, inb, oob_message, signature=None, members=None):
         self.shape = flat.shape
-        _GATHERS[self] = [flat, inb, oob_message, signature]
+        _GATHERS[self] = [flat, inb, oob_message, signature, members]
 
 
-_GATHERS = weakref.WeakKeyDictionary()  # Gather -> [flat, inb, oob message, signature] (internal)
+_GATHERS = weakref.WeakKeyDictionary()  # Gather -> [flat, inb, oob message, signature, members] (internal)
 
 
 def gather_flat(g):
-    """Root element indices of Gather ``g`` (int64 array of the grid's shape)."""
+    """Root element indices of Gather ``g`` (int64 array of the grid's shape; the traced
+    member's when the members' indices differ)."""
     return _GATHERS[g][0]
 
 
 def gather_inb(g):
-    """In-bound mask of Gather ``g`` (bool array), or None when every index is in bound."""
+    """In-bound mask of Gather ``g`` (bool array), or None when every index is in bound
+    (the traced member's when the members' indices differ)."""
     return _GATHERS[g][1]
+
+
+def gather_members(g):
+    """(indices (S,) + grid, in-bound mask (S,) + grid or None) of a gather whose members'
+    indices differ (an indirect access in a batched run), else None (one grid for all)."""
+    return _GATHERS[g][4]
+
+
+def stack_gathers(parts, trace_member):
+    """One Gather for the per-member gathers ``parts`` of a batched indirect access (same
+    grid). Equal indices give ``parts[0]``; otherwise the result carries every member's
+    indices (:func:`gather_members`), and the traced member's indices, bounds and
+    signature (what the cost trace records). Its out-of-bound message is the first
+    out-of-bound member's."""
+    entries = [_GATHERS[g] for g in parts]
+    first = entries[0]
+    if all(np.array_equal(e[0], first[0]) and (e[1] is None) == (first[1] is None)
+           and (e[1] is None or np.array_equal(e[1], first[1])) for e in entries[1:]):
+        return parts[0]
+    flat = np.stack([e[0] for e in entries])
+    inb = None
+    if any(e[1] is not None for e in entries):
+        inb = np.stack([np.ones(first[0].shape, bool) if e[1] is None else e[1] for e in entries])
+    message = next((e[2] for e in entries if e[2] is not None), None)
+    traced = entries[trace_member]
+    return Gather(traced[0], traced[1], message, traced[3], (flat, inb))
 
 
 def gather_oob_message(g):

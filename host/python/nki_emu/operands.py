@@ -13,7 +13,7 @@ import sys
 
 import numpy as np
 
-from . import dtypes
+from . import batch, dtypes
 from .errors import fail
 from .index_expr import mask_array
 from .tensor import HBM_BUFFERS, MAX_PARTITIONS, NkiTensor, start_partition
@@ -25,7 +25,8 @@ _PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 # --- helpers ----------------------------------------------------------------------------
 def values(x):
-    """NumPy values of a tile (rank-1 tiles as (P, 1)) or ``x`` itself for a scalar."""
+    """NumPy values of a tile, batched: (S,) + tile shape (rank-1 tiles as (P, 1)), or
+    ``x`` itself for a scalar (static: the same for every member)."""
     if isinstance(x, NkiTensor):
         return tensor_values(x)
     return x
@@ -51,13 +52,15 @@ def space(t):
     return "hbm" if t.buffer in HBM_BUFFERS else t.buffer
 
 
-def result(vals, dtype, buffer="sbuf", mask=None):
-    """A fresh ``buffer`` tile holding ``vals`` (a 0-d value becomes (1, 1)) rounded to
-    ``dtype``; ``mask`` (an ``nl`` mask or None) sets the tile's valid elements."""
+def result(vals, dtype, buffer="sbuf", mask=None, batched=True):
+    """A fresh ``buffer`` tile holding ``vals`` rounded to ``dtype``; ``mask`` (an ``nl``
+    mask or None) sets the tile's valid elements. ``vals``: batched, (S,) + tile shape,
+    or static (``batched=False``, or a 0-d value, which becomes a (1, 1) tile)."""
     vals = np.asarray(vals)
-    if vals.ndim == 0:
-        vals = vals.reshape(1, 1)
-    return NkiTensor.fresh(vals, dtype, buffer, valid=mask_array(mask, vals.shape if vals.ndim > 1 else (vals.size, 1)))
+    if not batched or vals.ndim == 0:
+        vals = batch.static(vals.reshape(1, 1) if vals.ndim == 0 else vals)
+    tile = vals.shape[1:] if vals.ndim > 2 else (vals.shape[1], 1)
+    return NkiTensor.fresh(vals, dtype, buffer, valid=mask_array(mask, tile))
 
 
 # --- checks -----------------------------------------------------------------------------

@@ -86,6 +86,9 @@ _NP_NAMES = {np.add: "add", np.subtract: "subtract", np.multiply: "multiply", np
              np.equal: "equal", np.greater: "greater", np.less: "less",
              np.greater_equal: "greater_equal", np.less_equal: "less_equal",
              np.bitwise_and: "bitwise_and", np.bitwise_or: "bitwise_or", np.prod: "multiply"}
+for _name, _fn in BINARY.items():  # every binary ufunc (nl.not_equal(x, 2.0) passes np.not_equal)
+    if isinstance(_fn, np.ufunc):
+        _NP_NAMES.setdefault(_fn, _name)
 
 
 def op_name(op):

@@ -15,6 +15,12 @@ def current():
     return _STACK[-1] if _STACK else None
 
 
+def batch():
+    """Number of input sets the active run executes at once (the leading axis of every
+    storage array, nki_emu.tensor); 1 outside a run and for ordinary runs."""
+    return _STACK[-1].batch if _STACK else 1
+
+
 def computing():
     """False inside a cost-only run (``nki_emu.run(..., compute=False)``): the expensive
     arithmetic (matmuls, scans) is skipped and produces zeros."""

@@ -38,13 +38,22 @@ def make_index(value, loop, first):
 class Run:
     """State of one kernel execution.
 
-    ``target``: "trn1"/"trn2"; ``tracer``: cost tracer or None (trace=False).
+    ``target``: "trn1"/"trn2"; ``tracer``: cost tracer or None (trace=False);
+    ``batch``: number of input sets run at once (docs/nki-emulator.md, "Batched
+    execution"); ``trace_member``: the input set whose data-dependent addresses
+    (indirect DMA) the cost trace describes. ``data_dependent`` becomes True once
+    the members of a batch diverge (an indirect access whose bounds or written
+    elements differ between members): an error raised after that may not be
+    the same for every member.
     """
 
-    def __init__(self, target="trn1", tracer=None, compute=True):
+    def __init__(self, target="trn1", tracer=None, compute=True, batch=1, trace_member=0):
         self.target = target
         self.tracer = tracer
         self.compute = compute
+        self.batch = batch
+        self.trace_member = trace_member
+        self.data_dependent = False
         self.loops = []
         self.writes = {}
         self.error = None  # the first NKICompileError raised in this run (errors.fail)

@@ -24,9 +24,10 @@ import weakref
 
 import numpy as np
 
-from . import dtypes, runstack
+from . import batch, dtypes, runstack
 from .errors import fail, user_frame
-from .layout import Gather, Layout, gather_flat, gather_inb, gather_oob_message, hide_indices, resolve
+from .layout import Gather, Layout, gather_flat, gather_inb, gather_members, gather_oob_message, hide_indices
+from .layout import resolve, stack_gathers
 
 HBM_BUFFERS = ("shared_hbm", "private_hbm", "hbm")
 ON_CHIP = ("sbuf", "psum")
@@ -66,13 +67,24 @@ def split_shape(shape):
 _UID = [0]
 _OWNERS = {}  # id(array) -> weakref of the fresh root owning it (cleared per run)
 
-# Storage slots of a root (hidden: see the module docstring). ``_data``: the C-contiguous
-# array of the declared shape, or None while a block-dim root keeps ``_blocks``
-# ({block index: flat array}, allocated on first touch); ``_cow``: False, True (``_data``
-# was adopted by a block) or the set of block indices adopted from fresh results
-# (copy-on-write); ``_written``: bool mask of the declared shape for an HBM tensor the
-# kernel allocated (nki_emu.coverage), else None. Views leave them unset.
+# Storage slots of a root (hidden: see the module docstring). Every array has a leading
+# batch axis of S members (nki_emu.batch; S = 1 for an ordinary run). ``_data``: the
+# C-contiguous array of shape (S,) + declared shape, a Members tuple (a batched kernel
+# argument: one array per member, never copied), or None while a block-dim root keeps
+# ``_blocks`` ({block index: (S, block elements) array}, allocated on first touch);
+# ``_cow``: False, True (``_data`` was adopted by a block) or the set of block indices
+# adopted from fresh results (copy-on-write); ``_written``: bool mask of the declared
+# shape (of shape (S,) + declared shape once members diverge: indirect stores) for an
+# HBM tensor the kernel allocated (nki_emu.coverage), else None. Views leave them unset.
 _HIDDEN_SLOTS = ("_data", "_blocks", "_cow", "_written")
+
+
+class Members(tuple):
+    """Storage of a batched, immutable kernel argument: one C-contiguous array of the
+    argument's shape per member (the harness's own, possibly read-only, arrays: no
+    copy). Reads stack the members' views; writes are refused (immutable)."""
+
+    __slots__ = ()
 
 
 class NkiTensor:
@@ -96,9 +108,10 @@ class NkiTensor:
     def allocate(cls, shape, dtype, buffer="sbuf", name="", fill=None, data=None, immutable=False,
                  track_writes=None):
         """New root tensor. ``fill``: None (uninitialised: NaN if small) or a value;
-        ``data``: the array to hold (kernel arguments, constants, results);
-        ``track_writes``: keep a written-element mask (default: an HBM tensor
-        allocated without ``data``, i.e. by the kernel)."""
+        ``data``: the array to hold (kernel arguments, constants, results): batched
+        (shape ``(S,) + shape``, or :class:`Members`) or static (``shape``: the same
+        for every member, copied S times); ``track_writes``: keep a written-element
+        mask (default: an HBM tensor allocated without ``data``, i.e. by the kernel)."""
         shape, par_axis = split_shape(shape)
         dtype = dtypes.resolve(dtype if dtype is not None else np.float32)
         if buffer in ON_CHIP and shape and shape[par_axis] > MAX_PARTITIONS:
@@ -114,12 +127,15 @@ class NkiTensor:
             # np.full, never np.zeros: calloc'd memory is faulted in 4 KiB pages on first
             # write (28 673 faults, 2.5x slower for a 117 MB output), while NumPy's own
             # allocation of large arrays asks for transparent huge pages.
+            full = (runstack.batch(),) + shape
             if fill is None and sdtype.kind == "f":
-                data = np.full(shape, np.nan, dtype=sdtype)
+                data = np.full(full, np.nan, dtype=sdtype)
             elif fill is None or fill == 0:
-                data = np.full(shape, 0, dtype=sdtype)
+                data = np.full(full, 0, dtype=sdtype)
             else:
-                data = np.full(shape, dtypes.round_to(np.asarray(fill, dtype=sdtype), dtype), dtype=sdtype)
+                data = np.full(full, dtypes.round_to(np.asarray(fill, dtype=sdtype), dtype), dtype=sdtype)
+        elif not isinstance(data, Members) and np.ndim(data) == len(shape):
+            data = batch.static(data)  # one member's values: the same for every member
         t = cls.__new__(cls)
         t.root, t.buffer, t.dtype, t.name = t, buffer, dtype, name or f"t{_UID[0] + 1}"
         t.block_elems = math.prod(shape[par_axis:]) if blocks is not None else 0
@@ -150,16 +166,17 @@ class NkiTensor:
 
     @classmethod
     def fresh(cls, values, dtype, buffer="sbuf", producer=None, valid=None):
-        """Root tensor holding a compute result ``values`` (rank 1 -> (P, 1))."""
+        """Root tensor holding a batched compute result ``values`` (``(S,) + tile``;
+        a rank-1 tile becomes (P, 1))."""
         values = np.asarray(values)
-        if values.ndim == 1:
-            values = values.reshape(-1, 1)
+        if values.ndim == 2:
+            values = values.reshape(values.shape + (1,))
         dtype = dtypes.resolve(dtype)
         sdtype = dtypes.storage(dtype)
         if isinstance(dtype, dtypes.NkiDType):
             values = dtypes.round_to(values, dtype)
         values = np.ascontiguousarray(values, dtype=sdtype)
-        t = cls.allocate(values.shape, dtype, buffer, data=values)
+        t = cls.allocate(values.shape[1:], dtype, buffer, data=values)
         t.producer, t.valid = producer, valid
         if values.base is None:
             _OWNERS[id(values)] = weakref.ref(t)  # candidates for zero-copy block adoption
@@ -209,10 +226,16 @@ class NkiTensor:
         raise TypeError(f"{_NO_HOST_ACCESS} (iterating over '{self.root.name}')")
 
     def check_bounds(self, where):
-        """Raises err_tensor_access_out_of_bound unless ``where`` masks every OOB element."""
-        inb = gather_inb(self.gather) if self.gather is not None else None
+        """Raises err_tensor_access_out_of_bound unless ``where`` masks every OOB element
+        (of every member, when the members' indices differ)."""
+        if self.gather is None:
+            return
+        per_member = gather_members(self.gather)
+        inb = gather_inb(self.gather) if per_member is None else per_member[1]
         if inb is not None:
             if where is None or np.any(np.broadcast_to(where, self.shape) & ~inb):
+                if per_member is not None:
+                    runstack.current().data_dependent = True
                 fail("err_tensor_access_out_of_bound", gather_oob_message(self.gather))
 
     # --- indexing -------------------------------------------------------------------
@@ -237,9 +260,14 @@ class NkiTensor:
                  "If indices are dynamic (i.e. known only at runtime), copying indirect memory references "
                  "is not natively supported.")
         idx = keys[0]
-        vals = np.asarray(values(idx)).astype(np.int64)
-        rest = [np.asarray(k) if not isinstance(k, (int, np.integer)) else k for k in keys[1:]]
-        view = self._view(resolve(self.layout, (vals,) + tuple(rest), self.root.name))
+        vals = np.asarray(values(idx)).astype(np.int64)  # (S,) + index tile: one index set per member
+        rest = tuple(np.asarray(k) if not isinstance(k, (int, np.integer)) else k for k in keys[1:])
+        if vals.shape[0] == 1:
+            view = self._view(resolve(self.layout, (vals[0],) + rest, self.root.name))
+        else:
+            run = runstack.current()
+            parts = [resolve(self.layout, (member,) + rest, self.root.name) for member in vals]
+            view = self._view(stack_gathers(parts, run.trace_member if run is not None else 0))
         if view.gather is not None:
             hide_indices(view.gather, f"Out-of-bound indirect access for tensor `{self.root.name}`: an index "
                                       f"on dimension 0 exceeds dimension size of {self.shape[0]}")
@@ -253,7 +281,7 @@ class NkiTensor:
         shape = tuple(int(d) for d in (shape if isinstance(shape, (tuple, list)) else (shape,)))
         if math.prod(shape) != self.size:
             raise ValueError(f"cannot reshape tensor of shape {self.shape} into {shape}")
-        if self.layout is None or not values(self).flags.c_contiguous:
+        if self.layout is None or not _contiguous(self.layout):
             raise ValueError("reshape needs a contiguous tensor")
         strides, acc = [], 1
         for d in reversed(shape):
@@ -274,7 +302,7 @@ class NkiTensor:
         return _expand_dims(self, axis)
 
     def view(self, dtype):
-        return NkiTensor.fresh(values(self).view(dtypes.storage(dtype)), dtype, self.buffer)
+        return NkiTensor.fresh(np.ascontiguousarray(values(self)).view(dtypes.storage(dtype)), dtype, self.buffer)
 
     # --- operators ------------------------------------------------------------------
     def _binop(self, other, op, reverse=False):
@@ -328,6 +356,15 @@ class NkiTensor:
         if self.size != 1:
             fail("err_ambiguous_tensor_truth_value", "Cannot evaluate truth value of a multi-element tensor/array")
         fail("err_dynamic_control_flow_not_supported", "Control flow depending on tensor values is not supported.")
+
+    def _to_python(self, *_args):
+        # A tensor's values never become Python values: the instruction stream must not
+        # depend on data (neuronxcc traces the kernel once, nki-facts §2.4).
+        fail("err_dynamic_control_flow_not_supported",
+             "Converting a tensor's values to a Python number is not supported: control flow and "
+             "shapes cannot depend on tensor values.")
+
+    __int__ = __float__ = __complex__ = __index__ = __round__ = __trunc__ = __floor__ = __ceil__ = _to_python
 
     def __len__(self):
         return self.shape[0]
@@ -408,11 +445,12 @@ def _fill_value(t, sdtype):
 
 
 def _block(root, blocks, b):
-    """Flat array of block ``b`` of a block-dim root (allocated and filled on first use)."""
+    """(S, block elements) array of block ``b`` of a block-dim root (allocated and filled
+    on first use)."""
     blk = blocks.get(b)
     if blk is None:
         sdtype = dtypes.storage(root.dtype)
-        blk = blocks[b] = np.full(root.block_elems, _fill_value(root, sdtype), dtype=sdtype)
+        blk = blocks[b] = np.full((runstack.batch(), root.block_elems), _fill_value(root, sdtype), dtype=sdtype)
     return blk
 
 
@@ -424,69 +462,128 @@ def _block_index(root, lay):
     return b if hi // be == b else None
 
 
+def _contiguous(lay):
+    """True if affine layout ``lay`` is C-contiguous in its root (a reshape needs no copy)."""
+    acc = 1
+    for n, st in zip(reversed(lay.shape), reversed(lay.strides)):
+        if n != 1 and st != acc:
+            return False
+        acc *= n
+    return True
+
+
 def root_data(root):
-    """The root's values as one array of its declared shape (a block-dim root is made
-    dense on this call)."""
+    """The root's values as one array of shape (S,) + declared shape (a block-dim root is
+    made dense on this call; the members of a batched argument are stacked: a copy)."""
     blocks = _blocks_of(root)
     if blocks is None:
-        return _data_of(root)
+        data = _data_of(root)
+        return np.stack(data) if type(data) is Members else data
     sdtype = dtypes.storage(root.dtype)
-    shape = root.layout.shape
+    shape = (runstack.batch(),) + root.layout.shape
     nbytes = math.prod(shape) * sdtype.itemsize
     fill = _fill_value(root, sdtype)
     dense = np.zeros(shape, sdtype) if (fill == 0 or nbytes > NAN_FILL_LIMIT) else np.full(shape, fill, sdtype)
-    flat = dense.reshape(-1)
+    flat = dense.reshape(shape[0], -1)
     be = root.block_elems
     for b, blk in blocks.items():
-        flat[b * be:(b + 1) * be] = blk
+        flat[:, b * be:(b + 1) * be] = blk
     _set_data(root, dense)
     _set_blocks(root, None)
     _set_cow(root, False)
     return dense
 
 
+def _strided(data, lay, member_elems, offset=0):
+    """Batched view ``(S,) + lay.shape`` of layout ``lay`` into ``data`` (S members of
+    ``member_elems`` elements each, C order), ``offset`` elements subtracted."""
+    size = data.itemsize
+    return np.ndarray((data.shape[0],) + lay.shape, data.dtype, buffer=data, offset=(lay.offset - offset) * size,
+                      strides=(member_elems * size,) + tuple(s * size for s in lay.strides))
+
+
+def _member_view(member, lay):
+    """One member's view of layout ``lay`` (a Members root's array)."""
+    size = member.itemsize
+    return np.ndarray(lay.shape, member.dtype, buffer=member, offset=lay.offset * size,
+                      strides=tuple(s * size for s in lay.strides))
+
+
 def values(t):
-    """Current values of tensor or view ``t`` as a NumPy array (a view of the storage for
-    roots and affine views, a copy for gathers). Internal: kernels never get it."""
+    """Current values of tensor or view ``t`` as a NumPy array of shape (S,) + t.shape:
+    a view of the storage for roots and affine views, a copy for gathers and for the
+    members of a batched kernel argument. Internal: kernels never get it."""
     root = t.root
     if root is t:
-        return _data_of(t) if _blocks_of(t) is None else root_data(root)
+        data = _data_of(t)
+        if _blocks_of(t) is not None or type(data) is Members:
+            return root_data(root)
+        return data
     lay = t.layout
     if lay is not None:
         blocks = _blocks_of(root)
         if blocks is not None:
             b = _block_index(root, lay)
             if b is not None:
-                blk = _block(root, blocks, b)
-                size = blk.itemsize
-                return np.ndarray(lay.shape, blk.dtype, buffer=blk,
-                                  offset=(lay.offset - b * root.block_elems) * size,
-                                  strides=tuple(s * size for s in lay.strides))
+                be = root.block_elems
+                return _strided(_block(root, blocks, b), lay, be, b * be)
             data = root_data(root)
         else:
             data = _data_of(root)
-        size = data.itemsize
-        return np.ndarray(lay.shape, data.dtype, buffer=data, offset=lay.offset * size,
-                          strides=tuple(s * size for s in lay.strides))
-    g, flat = t.gather, root_data(root).reshape(-1)
-    out = flat[gather_flat(g)]
-    inb = gather_inb(g)
+            if type(data) is Members:
+                return np.stack([_member_view(m, lay) for m in data])
+        return _strided(data, lay, data.size // data.shape[0])
+    return _gathered(t)
+
+
+def _gathered(t):
+    """Values (S,) + grid of a gather view (out-of-bound elements read as 0)."""
+    g, root = t.gather, t.root
+    data = _data_of(root) if _blocks_of(root) is None else root_data(root)
+    per_member = gather_members(g)
+    if per_member is None:
+        idx, inb = gather_flat(g), gather_inb(g)
+        if type(data) is Members:
+            out = np.stack([m.reshape(-1)[idx] for m in data])
+        else:
+            out = data.reshape(data.shape[0], -1)[:, idx]
+    else:
+        idx, inb = per_member
+        if type(data) is Members:
+            out = np.stack([m.reshape(-1)[i] for m, i in zip(data, idx)])
+        else:
+            n = data.shape[0]
+            out = np.take_along_axis(data.reshape(n, -1), idx.reshape(n, -1), axis=1).reshape(idx.shape)
     if inb is not None:
-        out = np.where(inb, out, 0).astype(flat.dtype)
+        out = np.where(inb, out, 0).astype(out.dtype)
     return out
 
 
+def read(t):
+    """A fresh C-contiguous copy of ``t``'s values, (S,) + t.shape (one copy whatever the
+    storage: what a load reads)."""
+    root = t.root
+    if t.layout is not None and _blocks_of(root) is None and type(_data_of(root)) is Members:
+        return values(t)  # already a fresh stack of the members' views
+    return np.array(values(t), copy=True)
+
+
 def _mask_view(mask, t):
-    """The part of a root's written-mask that view ``t`` covers (affine views)."""
+    """The part of a root's written-mask that view ``t`` covers (affine views); batched
+    (S,) + t.shape when the mask has diverged per member."""
     if t.root is t:
         return mask
     lay = t.layout
+    if mask.ndim > len(t.root.layout.shape):
+        return _strided(mask, lay, mask.size // mask.shape[0])
     return np.ndarray(lay.shape, np.bool_, buffer=mask, offset=lay.offset, strides=lay.strides)
 
 
-def write(t, vals, where=None):
-    """Stores ``vals`` (broadcast to t.shape) into tensor or view ``t`` where ``where`` is
-    true (the write of every emulated instruction); marks the elements written.
+def write(t, vals, where=None, batched=True):
+    """Stores ``vals`` into tensor or view ``t`` where ``where`` (a static mask of
+    t.shape) is true (the write of every emulated instruction); marks the elements
+    written. ``vals``: batched, (S,) + a shape that fits t.shape, or static
+    (``batched=False``: one member's value, the same for all).
     Raises err_cannot_update_immutable_parameter / err_tensor_access_out_of_bound."""
     root = t.root
     if root.immutable:
@@ -498,7 +595,7 @@ def write(t, vals, where=None):
     lay = t.layout
     blocks = _blocks_of(root)
     if lay is not None and blocks is not None:
-        if where is None and _adopt(t, blocks, vals):
+        if where is None and batched and _adopt(t, blocks, vals):
             root.version += 1
             return
         b = _block_index(root, lay)
@@ -512,37 +609,63 @@ def write(t, vals, where=None):
     written = _written_of(root)
     if lay is not None:
         dst = values(t)
-        if vals.shape != dst.shape and vals.size == dst.size and vals.ndim != dst.ndim:
-            vals = vals.reshape(dst.shape)
+        vals = batch.fit(vals, dst.shape, batched)
         if where is None:
             dst[...] = vals
             if written is not None:
                 _mask_view(written, t)[...] = True
         else:
-            where = np.broadcast_to(where, dst.shape)
-            np.copyto(dst, np.broadcast_to(vals, dst.shape), where=where)
+            np.copyto(dst, np.broadcast_to(vals, dst.shape), where=np.broadcast_to(where, dst.shape))
             if written is not None:
                 m = _mask_view(written, t)
-                np.logical_or(m, where, out=m)
+                np.logical_or(m, np.broadcast_to(where, m.shape), out=m)
     else:
-        g = t.gather
-        sel = np.ones(g.shape, bool) if where is None else np.broadcast_to(where, g.shape).copy()
-        inb = gather_inb(g)
-        if inb is not None:
-            sel &= inb
-        flat = root_data(root).reshape(-1)
-        idx = gather_flat(g)[sel]
-        flat[idx] = np.broadcast_to(vals, g.shape)[sel]
-        if written is not None:
-            written.reshape(-1)[idx] = True
+        _write_gather(t, vals, where, batched, written)
     root.version += 1
 
 
-def update_in_place(t, fn, operand):
-    """``t = fn(t, operand)`` computed into view ``t``'s memory (``fn`` a NumPy ufunc);
-    saves the temporary and the copy of :func:`write`. Returns False (nothing done)
-    where only :func:`write` applies: gathers, emulated dtypes, copy-on-write blocks,
-    immutable roots."""
+def _write_gather(t, vals, where, batched, written):
+    """The write of :func:`write` through a gather view (indirect or masked out-of-bound
+    stores): only in-bound, selected elements; per member when the members' indices differ."""
+    g, root = t.gather, t.root
+    data = root_data(root)
+    n = data.shape[0]
+    flat = data.reshape(n, -1)
+    src = np.broadcast_to(batch.fit(vals, (n,) + g.shape, batched), (n,) + g.shape)
+    sel = np.ones(g.shape, bool) if where is None else np.broadcast_to(where, g.shape).copy()
+    per_member = gather_members(g)
+    if per_member is None:
+        inb = gather_inb(g)
+        if inb is not None:
+            sel &= inb
+        idx = gather_flat(g)[sel]
+        flat[:, idx] = src[:, sel]
+        if written is not None:
+            _flat_mask(written, root)[..., idx] = True
+        return
+    indices, inb = per_member
+    if written is not None and written.ndim == len(root.layout.shape):
+        written = np.ascontiguousarray(np.broadcast_to(written, (n,) + written.shape))  # members diverge now
+        _set_written(root, written)
+        runstack.current().data_dependent = True
+    for member in range(n):
+        chosen = sel if inb is None else sel & inb[member]
+        idx = indices[member][chosen]
+        flat[member, idx] = src[member][chosen]
+        if written is not None:
+            written[member].reshape(-1)[idx] = True
+
+
+def _flat_mask(written, root):
+    """A root's written-mask flattened: (elements,) when shared, (S, elements) per member."""
+    return written.reshape(written.shape[:written.ndim - len(root.layout.shape)] + (-1,))
+
+
+def update_in_place(t, fn, operand, batched=True):
+    """``t = fn(t, operand)`` computed into view ``t``'s memory (``fn`` a NumPy ufunc;
+    ``operand`` batched, or static with ``batched=False``); saves the temporary and the
+    copy of :func:`write`. Returns False (nothing done) where only :func:`write` applies:
+    gathers, emulated dtypes, copy-on-write blocks, immutable roots."""
     root = t.root
     cow = _cow_of(root)
     if t.layout is None or root.immutable or cow is True or isinstance(t.dtype, dtypes.NkiDType):
@@ -552,9 +675,7 @@ def update_in_place(t, fn, operand):
         if b is None or (isinstance(cow, set) and b in cow):
             return False
     dst = values(t)
-    if np.shape(operand) != dst.shape and np.size(operand) == dst.size:
-        operand = np.reshape(operand, dst.shape)
-    fn(dst, operand, out=dst, casting="unsafe")
+    fn(dst, batch.fit(operand, dst.shape, batched), out=dst, casting="unsafe")
     written = _written_of(root)
     if written is not None:
         _mask_view(written, t)[...] = True
@@ -567,26 +688,18 @@ def _adopt(t, blocks, vals):
     root becomes that block (both sides copy-on-write afterwards). Returns True if adopted."""
     root, lay = t.root, t.layout
     be = root.block_elems
-    if vals.size != be or vals.base is not None or not vals.flags.c_contiguous \
+    n = vals.shape[0] if vals.ndim else 0
+    if vals.size != n * be or n != runstack.batch() or vals.base is not None or not vals.flags.c_contiguous \
             or vals.dtype != dtypes.storage(root.dtype) or lay.offset % be:
         return False
-    if _block_index(root, lay) is None:
-        return False
-    acc = 1
-    for n, st in zip(reversed(lay.shape), reversed(lay.strides)):
-        if n == 1:
-            continue
-        if st != acc:
-            return False
-        acc *= n
-    if acc != be:
+    if _block_index(root, lay) is None or not _contiguous(lay) or math.prod(lay.shape) != be:
         return False
     src = _OWNERS.get(id(vals))
     src = src() if src is not None else None
     if src is None or _data_of(src) is not vals:
         return False
     b = lay.offset // be
-    blocks[b] = vals.reshape(-1)
+    blocks[b] = vals.reshape(n, be)
     cow = _cow_of(root)
     if not isinstance(cow, set):
         cow = set()
@@ -599,14 +712,22 @@ def _adopt(t, blocks, vals):
 def unwritten(t):
     """Coverage of HBM tensor or view ``t`` by stores: None when its root keeps no
     written-mask (kernel arguments), else (number of elements never written, index of
-    the first one as a tuple, or None when all were written)."""
+    the first one as a tuple, or None when all were written). With a per-member mask
+    (indirect stores), an element counts as written only if every member wrote it."""
     written = _written_of(t.root)
     if written is None:
         return None
     if t.layout is not None:
         m = _mask_view(written, t)
     else:
-        m = written.reshape(-1)[gather_flat(t.gather)]
+        per_member = gather_members(t.gather)
+        flat = _flat_mask(written, t.root)
+        if per_member is None:
+            m = flat[..., gather_flat(t.gather)]
+        else:
+            m = np.stack([(flat[i] if flat.ndim > 1 else flat)[idx] for i, idx in enumerate(per_member[0])])
+    if m.ndim > len(t.shape):
+        m = m.all(axis=0)
     missing = m.size - int(np.count_nonzero(m))
     if missing == 0:
         return 0, None
@@ -615,15 +736,35 @@ def unwritten(t):
 
 
 def to_host(t):
-    """A returned tensor's values as a NumPy array (what :func:`nki_emu.run` hands back):
-    the root's own array, or a copy of a view's values."""
+    """A returned tensor's values, (S,) + t.shape (what :func:`nki_emu.run` hands back):
+    the root's own array, a copy of a view's values, or, for a kernel argument given as
+    :class:`Members`, the members' own arrays (so that an output aliasing an input stays
+    visible to the harness)."""
+    root = t.root
+    data = _data_of(root) if _blocks_of(root) is None else None
+    if type(data) is Members:
+        if t is root:
+            return data
+        if t.layout is not None:
+            return Members(_member_view(m, t.layout) for m in data)
     return root_data(t) if t.root is t else np.array(values(t))
 
 
-def from_numpy(array, name, immutable=True):
-    """Kernel argument: an immutable shared-HBM tensor wrapping ``array`` (no copy if contiguous)."""
-    array = np.ascontiguousarray(array)
-    return NkiTensor.allocate(array.shape, array.dtype, "shared_hbm", name=name, data=array, immutable=immutable)
+def from_numpy(array, name, immutable=True, batched=False):
+    """Kernel argument: an immutable shared-HBM tensor wrapping ``array`` (no copy if
+    contiguous). ``batched``: ``array`` holds every member, (S,) + shape or
+    :class:`Members`; else it is the one member of an ordinary run."""
+    if not batched and not isinstance(array, Members):
+        array = np.ascontiguousarray(array)
+        # the caller's own array: a returned input is that array (aliasing stays visible);
+        # a mutable one is written in place
+        array = Members((array,)) if immutable else array.reshape((1,) + array.shape)
+    if isinstance(array, Members):
+        shape, dtype = array[0].shape, array[0].dtype
+    else:
+        array = np.ascontiguousarray(array)
+        shape, dtype = array.shape[1:], array.dtype
+    return NkiTensor.allocate(shape, dtype, "shared_hbm", name=name, data=array, immutable=immutable)
 
 
 def start_partition(t):
