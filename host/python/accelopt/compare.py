@@ -6,9 +6,16 @@ NaN/Inf in the kernel output, are distinct errors checked before the norm test;
 an all-zero reference passes only on an exact match (AccelOpt can never pass
 it); the first failing output stops the check.
 """
+import threading
+
 import numpy as np
 
 from . import result as R
+
+# Largest float64 difference buffer kept per thread for the next judge (bytes): a fresh
+# buffer of an output's size costs its page faults on every seed.
+SCRATCH_BYTES = 256 << 20
+_SCRATCH = threading.local()
 
 
 def as_tuple(value):
@@ -41,6 +48,49 @@ def l2_errors(out, ref):
     return (float(np.sqrt(diff @ diff)), float(np.sqrt(ref64 @ ref64)), float(max(diff.max(), -diff.min())))
 
 
+def _scratch(shape):
+    """A float64 array of ``shape``: this thread's kept buffer when it is small enough."""
+    size = int(np.prod(shape))
+    if size * 8 > SCRATCH_BYTES:
+        return np.empty(shape, np.float64)
+    buffer = getattr(_SCRATCH, "buffer", None)
+    if buffer is None or buffer.size < size:
+        buffer = _SCRATCH.buffer = np.empty(size, np.float64)
+    return buffer[:size].reshape(shape)
+
+
+def reference_norms(refs):
+    """The L2 norm (float64, as :func:`l2_errors` computes it) of each reference output
+    that is an array (None for scalars): :func:`compare_outputs`'s ``ref_norms``."""
+    out = []
+    for ref in refs:
+        if _is_array(ref) and np.asarray(ref).dtype.kind != "c":
+            ref64 = np.asarray(ref, dtype=np.float64).ravel()
+            out.append(float(np.sqrt(ref64 @ ref64)))
+        else:
+            out.append(None)
+    return out
+
+
+def _judge_array(out_arr, ref, ref_l2, i, seed):
+    """(L2 of out-ref, L2 of ref, max |out-ref| or None) for a real array output; raises
+    nan_inf. One pass over the data: the difference in float64 (into a kept buffer) and
+    its dot product; a non-finite sum means a non-finite output (the reference is finite),
+    counted only then. Same values as l2_errors."""
+    diff = _scratch(out_arr.shape)
+    np.subtract(out_arr, ref, out=diff, dtype=np.float64)
+    diff = diff.ravel()
+    sq = float(diff @ diff) if diff.size else 0.0
+    if not np.isfinite(sq):
+        bad = int(np.size(out_arr) - np.count_nonzero(np.isfinite(out_arr)))
+        if bad:
+            raise R.HarnessError(R.NAN_INF, f"output {i}: {bad} NaN/Inf value(s) in kernel output (seed {seed})")
+    if ref_l2 is None:
+        ref64 = np.asarray(ref, dtype=np.float64).ravel()
+        ref_l2 = float(np.sqrt(ref64 @ ref64))
+    return float(np.sqrt(sq)), ref_l2, diff
+
+
 def check_reference_outputs(refs):
     """Raises HarnessError(reference_error) if a reference output is not finite."""
     for i, ref in enumerate(refs):
@@ -59,12 +109,13 @@ def check_count(outs, refs, seed):
                              f"(seed {seed})")
 
 
-def compare_outputs(outs, refs, rel_tol, seed):
+def compare_outputs(outs, refs, rel_tol, seed, ref_norms=None):
     """Checks kernel outputs against reference outputs for one seed.
 
     ``outs``/``refs``: sequences of equal length (arrays or scalars), the
     kernel's already reshaped by ``transform_nki_outputs``. ``rel_tol``: float.
-    Returns the largest relative L2 error over the outputs (float).
+    ``ref_norms``: :func:`reference_norms` of ``refs`` computed before (a cached
+    draw's), or None. Returns the largest relative L2 error over the outputs (float).
     Raises HarnessError with kind shape_mismatch, nan_inf or wrong_result; a
     wrong_result error carries the failing output's ``rel_error`` (float).
     """
@@ -91,15 +142,22 @@ def compare_outputs(outs, refs, rel_tol, seed):
                     raise R.HarnessError(R.WRONG_RESULT,
                                          f"output {i}: {out_arr.reshape(()).item()!r} != {ref!r} (seed {seed})")
                 continue
-        if out_arr.dtype.kind in "fc" and not np.all(np.isfinite(out_arr)):
-            bad = int(np.size(out_arr) - np.count_nonzero(np.isfinite(out_arr)))
-            raise R.HarnessError(R.NAN_INF,
-                                 f"output {i}: {bad} NaN/Inf value(s) in kernel output (seed {seed})")
-        diff_l2, ref_l2, max_abs = l2_errors(out_arr, ref)
+        diff = None
+        if _is_array(ref) and out_arr.dtype.kind != "c" and np.asarray(ref).dtype.kind != "c":
+            diff_l2, ref_l2, diff = _judge_array(out_arr, ref, ref_norms[i] if ref_norms else None, i, seed)
+            max_abs = None
+        else:
+            if out_arr.dtype.kind in "fc" and not np.all(np.isfinite(out_arr)):
+                bad = int(np.size(out_arr) - np.count_nonzero(np.isfinite(out_arr)))
+                raise R.HarnessError(R.NAN_INF,
+                                     f"output {i}: {bad} NaN/Inf value(s) in kernel output (seed {seed})")
+            diff_l2, ref_l2, max_abs = l2_errors(out_arr, ref)
         rel = diff_l2 / ref_l2 if ref_l2 > 0 else (0.0 if diff_l2 == 0 else float("inf"))
         worst = max(worst, rel)
         passed = diff_l2 < rel_tol * ref_l2 or (ref_l2 == 0 and diff_l2 == 0)
         if not passed:
+            if max_abs is None:
+                max_abs = float(max(diff.max(), -diff.min())) if diff.size else 0.0
             error = R.HarnessError(R.WRONG_RESULT,
                                    f"output {i}: L2 relative error {rel:.3e} >= rel_tol {rel_tol:.1e} "
                                    f"(max abs diff {max_abs:.4e}, L2 diff {diff_l2:.4e}, "

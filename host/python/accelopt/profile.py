@@ -6,6 +6,7 @@ precision, reference and timing failures are separate error kinds; profiling
 metrics come from the timed run; nothing raises out of ``profile_kernel``.
 """
 import os
+import time
 
 import numpy as np
 
@@ -61,19 +62,32 @@ def _reference_call(what, fn, *args):
                              R.format_exception(exc)) from exc
 
 
+def _add_ms(timings, key, start):
+    """Adds the milliseconds since ``start`` (perf_counter) to ``timings[key]``; returns now."""
+    now = time.perf_counter()
+    timings[key] = timings.get(key, 0.0) + (now - start) * 1e3
+    return now
+
+
 def _run_seed(backend, kernel, kernel_path, reference, seed, rel_tol, result, profiled):
     """Runs one seed; returns (rel_error, nki_inputs). Raises HarnessError."""
+    timings = result["timings"]
+    start = time.perf_counter()
     np.random.seed(seed)
     inputs = _reference_call("get_inputs()", reference.get_inputs)
     nki_inputs = _reference_call("transform_to_nki_inputs()", reference.transform_to_nki_inputs, inputs)
+    start = _add_ms(timings, "draw_ms", start)
     expected = _reference_call("forward()", reference.forward, *inputs)
     refs = compare.as_tuple(expected)
     compare.check_reference_outputs(refs)
+    start = _add_ms(timings, "reference_ms", start)
     try:
         raw = backend.run(kernel, nki_inputs, profiled=profiled)
     except _CAUGHT as exc:
         kind = backend.error_kind(exc) or R.RUNTIME_ERROR
         raise _located(kind, exc, kernel_path) from exc
+    finally:
+        start = _add_ms(timings, "run_ms", start)
     result["compiled"] = True
     outs = compare.as_tuple(raw)
     compare.check_count(outs, refs, seed)
@@ -86,7 +100,10 @@ def _run_seed(backend, kernel, kernel_path, reference, seed, rel_tol, result, pr
                              f"kernel outputs do not fit the reference shapes "
                              f"(seed {seed}): {type(exc).__name__}: {exc}",
                              R.format_exception(exc)) from exc
-    return compare.compare_outputs(compare.as_tuple(shaped), refs, rel_tol, seed), nki_inputs
+    try:
+        return compare.compare_outputs(compare.as_tuple(shaped), refs, rel_tol, seed), nki_inputs
+    finally:
+        _add_ms(timings, "judge_ms", start)
 
 
 def _profile(request, result):
@@ -96,6 +113,7 @@ def _profile(request, result):
     result["target"] = target
     backend = make_backend(choice["backend"], target)
     backend.prepare()
+    start = time.perf_counter()
     reference = loading.load_reference(reference_path)
     # The float16 rule runs on the text before anything of the kernel executes.
     try:
@@ -103,11 +121,14 @@ def _profile(request, result):
             source = handle.read()
     except OSError as exc:
         raise R.HarnessError(R.COMPILE_ERROR, f"cannot read kernel {kernel_path}: {exc}") from exc
+    start = _add_ms(result["timings"], "load_ms", start)
     if precision.uses_float16(source):
         raise R.HarnessError(R.PRECISION_DOWNGRADE,
                              f"{kernel_path}: 'float16' (or bfloat16) is used in the kernel; "
                              "only float32 is allowed")
+    start = _add_ms(result["timings"], "validate_ms", start)
     kernel = loading.load_kernel(kernel_path)
+    _add_ms(result["timings"], "load_ms", start)
     last_inputs = None
     for index, seed in enumerate(seeds):
         profiled = timing and index == len(seeds) - 1  # latency comes from the last seed's run
@@ -123,11 +144,14 @@ def _profile(request, result):
     result["correct"] = True
     if not timing:
         return
+    start = time.perf_counter()
     try:
         latency, metrics = backend.measure(kernel, last_inputs)
     except _CAUGHT as exc:
         raise R.HarnessError(R.TIMING_ERROR, f"timing failed: {type(exc).__name__}: {exc}",
                              R.format_exception(exc)) from exc
+    finally:
+        _add_ms(result["timings"], "trace_replay_ms", start)
     result["latency_ms"] = float(latency)
     result["metrics"] = metrics
 
@@ -147,7 +171,11 @@ def profile_kernel(request):
     ``backend``, ``target`` (str), ``metrics`` (dict of profile fields),
     ``rel_errors`` (list of float, one per seed checked, including a failing
     seed's error), ``error`` (None or {"kind", "message", "traceback"} with
-    kind in result.ERROR_KINDS). A kernel rejected by the float16 rule is
+    kind in result.ERROR_KINDS), ``timings`` (where the time went, ms:
+    ``load_ms``, ``validate_ms``, ``draw_ms``, ``reference_ms``, ``run_ms``
+    (traced runs include their cost-model replay), ``trace_replay_ms``,
+    ``judge_ms``, ``total_ms``; an isolated call adds the worker's and the
+    transfer's, docs/isolation.md). A kernel rejected by the float16 rule is
     not compiled (``compiled`` False). A request that is malformed is
     reported as ``runtime_error``. Never raises (except BaseException
     subclasses such as host-injected timeouts).
@@ -155,6 +183,7 @@ def profile_kernel(request):
     backend = request.get("backend", "auto") if isinstance(request, dict) else "auto"
     target = request.get("target", "trn1") if isinstance(request, dict) else "trn1"
     result = R.new_result(backend, target)
+    started = time.perf_counter()
     try:
         _profile(request, result)
     except R.HarnessError as exc:
@@ -163,4 +192,6 @@ def profile_kernel(request):
         R.set_error(result, R.RUNTIME_ERROR, f"{type(exc).__name__}: {exc}", R.format_exception(exc))
     if result["error"] is not None:
         result["correct"] = result["correct"] and result["error"]["kind"] == R.TIMING_ERROR
+    _add_ms(result["timings"], "total_ms", started)
+    result["timings"] = {k: round(v, 3) for k, v in result["timings"].items()}
     return result

@@ -96,6 +96,7 @@ def new_result(backend, target):
         "metrics": {},
         "rel_errors": [],
         "error": None,
+        "timings": {},
     }
 
 

@@ -224,6 +224,8 @@ def _stack_argument(position, values):
     if isinstance(first, np.ndarray):
         if not all(isinstance(v, np.ndarray) and v.shape == first.shape and v.dtype == first.dtype for v in values):
             raise NotBatchable(f"argument {position}: arrays of different shapes or dtypes")
+        if first.ndim == 0:
+            raise NotBatchable(f"argument {position}: a 0-d array (a kernel sees it as shape (1,))")
         return tensor.Members(np.ascontiguousarray(v) for v in values)
     if isinstance(first, (tuple, list)):
         if not all(type(v) is type(first) and len(v) == len(first) for v in values):

@@ -9,7 +9,7 @@ from accelopt.backends import emulator
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
 RESULT_KEYS = {"compiled", "correct", "latency_ms", "estimated", "backend", "backend_reason", "sdk_version", "target", "metrics",
-               "rel_errors", "error"}
+               "rel_errors", "error", "timings"}
 
 
 def _profile(kernel, reference="ref_double.py", **extra):

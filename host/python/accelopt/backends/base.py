@@ -21,6 +21,9 @@ class Backend:
 
     name = "base"
     estimated = False
+    # True when the backend runs several input sets in one call (the emulator's
+    # ``emulator_module()``/``timing_of()``, accelopt.batched_runs); others run them one by one.
+    batches = False
 
     def __init__(self, target):
         if target not in TARGETS:

@@ -13,6 +13,7 @@ class EmulatorBackend(Backend):
 
     name = "emulator"
     estimated = True
+    batches = True  # several input sets can share one call (accelopt.batched_runs)
 
     def __init__(self, target):
         super().__init__(target)
@@ -53,6 +54,17 @@ class EmulatorBackend(Backend):
             return outputs
         self._last_profile, self._last_args = outcome.profile, args
         return outcome.outputs
+
+    def emulator_module(self):
+        """The ``nki_emu`` module (prepared), for batched runs (accelopt.batched_runs)."""
+        if self._emu is None:
+            self.prepare()
+        return self._emu
+
+    def timing_of(self, profile):
+        """(latency_ms, metrics) of a profile the emulator returned (a batched call's
+        traced member). Raises RuntimeError when it holds no usable latency."""
+        return profile_to_timing(profile)
 
     def is_compile_error(self, exc):
         """True for ``nki_emu.errors.NKICompileError`` (validation of NKI rules)."""

@@ -25,6 +25,8 @@ DEFAULT_BUDGET_BYTES = min(4 << 30, _PHYSICAL // 8)
 
 
 def _nbytes(value):
+    if hasattr(value, "nbytes") and not isinstance(value, np.ndarray):
+        return int(value.nbytes)  # a draws.Draw: its arrays' bytes
     if isinstance(value, np.ndarray):
         return value.nbytes
     if isinstance(value, (tuple, list)):
@@ -32,13 +34,13 @@ def _nbytes(value):
     return 0
 
 
-def _freeze(value):
+def freeze(value):
     """Marks arrays read-only (in tuples/lists too), so a cached draw cannot be altered."""
     if isinstance(value, np.ndarray):
         value.flags.writeable = False
     elif isinstance(value, (tuple, list)):
         for v in value:
-            _freeze(v)
+            freeze(v)
     return value
 
 
@@ -72,7 +74,7 @@ class DrawCache:
                 self.hits += 1
                 return entry[0]
             self.misses += 1
-        value = _freeze(compute())
+        value = freeze(compute())
         size = _nbytes(value)
         with self._lock:
             if 0 < self.budget_bytes and size <= self.budget_bytes and key not in self._entries:
@@ -82,6 +84,19 @@ class DrawCache:
                     _, (_, dropped) = self._entries.popitem(last=False)
                     self._bytes -= dropped
         return value
+
+    def resize(self, key, size):
+        """Sets the byte size of the entry ``key`` (a draw whose reference outputs were
+        computed after it was cached); evicts the oldest entries beyond the budget."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                return
+            self._entries[key] = (entry[0], size)
+            self._bytes += size - entry[1]
+            while self._bytes > self.budget_bytes and self._entries:
+                _, (_, dropped) = self._entries.popitem(last=False)
+                self._bytes -= dropped
 
     def clear(self):
         with self._lock:

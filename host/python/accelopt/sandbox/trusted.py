@@ -8,14 +8,16 @@ blobs)``): input and output arrays travel as raw attachments.
 1. :func:`prepare` with ``{"module", "function", "arg"}``. For
    ``accelopt.profile.profile_kernel`` it validates the request, applies the
    source rules (precision downgrade, forbidden imports/accesses), draws the
-   inputs of every seed plus one hidden input set from a secret random seed,
-   computes the reference outputs and returns either a final ``result`` (the
-   kernel never runs) or a ``token`` and the ``worker`` request for
-   :func:`accelopt.sandbox.untrusted.run_kernel`. Any other function is
-   ``{"plain": True}``: run as is in a worker.
+   inputs of every seed plus one hidden input set from a secret random seed
+   (accelopt.sandbox.draws), starts computing their reference outputs on a
+   background thread (they are ready, or nearly, when the worker answers) and
+   returns either a final ``result`` (the kernel never runs) or a ``token``
+   and the ``worker`` request for :func:`accelopt.sandbox.untrusted.run_kernel`.
+   Any other function is ``{"plain": True}``: run as is in a worker.
 2. :func:`finish` with the token and the worker's outcome; it judges the
    outputs and returns ``profile_kernel``'s result (docs/architecture.md),
-   with the isolation error kinds of docs/isolation.md added.
+   with the isolation error kinds of docs/isolation.md added, and
+   ``timings`` (where the call's time went, ms).
 3. :func:`discard` if the call is abandoned between the two.
 """
 import secrets
@@ -28,7 +30,7 @@ from .. import compare, loading, precision, profile
 from .. import result as R
 from ..backends import choose_backend
 from ..backends.neuron import MAX_RETRIES, PERF_TOL
-from . import codec, draw_cache, static_check
+from . import codec, draw_cache, draws, static_check
 
 PROFILE_CALL = ("accelopt.profile", "profile_kernel")
 
@@ -47,13 +49,17 @@ STALE_OUTPUT = "stale_output"
 ISOLATION_ERROR_KINDS = (TIMEOUT, OUT_OF_MEMORY, CRASH, SANDBOX_VIOLATION, WORKER_ERROR, FORBIDDEN_IMPORT,
                          FORBIDDEN_ACCESS, OUTPUT_ALIASES_INPUT, INPUT_MUTATED, STALE_OUTPUT)
 
-# Published seeds' draws, shared by every candidate of a problem.
+# Published seeds' draws (draws.Draw), shared by every candidate of a problem.
 DRAWS = draw_cache.DrawCache()
+# Hidden input sets drawn ahead for references profiled repeatedly.
+HIDDEN = draws.HiddenSpares()
+# Largest footprint of one input set in a worker's batched run (bytes) that a candidate of
+# each reference reported (accelopt.batched_runs): the next candidate's batch plan. Only
+# ever raised, so that a candidate reporting too little cannot shrink it for the next.
+_MEMBER_BYTES = {}
 
 _states = {}
 _states_lock = threading.Lock()
-# np.random.seed + get_inputs must not interleave between host threads.
-_rng_lock = threading.Lock()
 
 
 class _Early(Exception):
@@ -62,39 +68,39 @@ class _Early(Exception):
         self.kind, self.message, self.tb = kind, message, tb
 
 
-def _hidden_seed(seeds):
-    while True:
-        seed = secrets.randbelow(2**32)
-        if seed not in seeds:
-            return seed
-
-
-def _draw(reference, seed):
-    """(nki inputs, reference outputs, input digests) for one seed (trusted)."""
-    with _rng_lock:
-        np.random.seed(seed)
-        inputs = profile._reference_call("get_inputs()", reference.get_inputs)
-    nki_inputs = profile._reference_call("transform_to_nki_inputs()", reference.transform_to_nki_inputs, inputs)
-    expected = profile._reference_call("forward()", reference.forward, *inputs)
-    compare.check_reference_outputs(compare.as_tuple(expected))
-    nki_inputs = list(nki_inputs)
-    return nki_inputs, expected, [codec.digest(a) for a in nki_inputs]
+def _ms(start):
+    return (time.perf_counter() - start) * 1e3
 
 
 def _cached_draw(reference, reference_key, seed):
-    """_draw for a published seed, computed once per (reference source, seed): see draw_cache."""
-    return DRAWS.get((reference_key, seed), lambda: _draw(reference, seed))
+    """The Draw of a published seed, drawn once per (reference source, seed) and kept
+    (draw_cache); its reference outputs are started on the background thread."""
+    key = (reference_key, seed)
+    hit = [True]
+
+    def compute():
+        hit[0] = False
+        return draws.draw(reference, seed)
+
+    found = DRAWS.get(key, compute)
+    found.start(reference, on_done=lambda d: DRAWS.resize(key, d.nbytes))
+    return found, hit[0]
 
 
 def _prepare_profile(request, options, blobs):
+    started = time.perf_counter()
     kernel_path, reference_path, backend_name, target, rel_tol, seeds, timing = profile._request_fields(request)
     resolved = choose_backend(backend_name)["backend"]
+    timings = {}
+    start = time.perf_counter()
     reference = loading.load_reference(reference_path)
     try:
         with open(kernel_path, encoding="utf-8", errors="replace") as handle:
             source = handle.read()
     except OSError as exc:
         raise R.HarnessError(R.COMPILE_ERROR, f"cannot read kernel {kernel_path}: {exc}") from exc
+    timings["load_ms"] = _ms(start)
+    start = time.perf_counter()
     if precision.uses_float16(source):
         raise R.HarnessError(R.PRECISION_DOWNGRADE,
                              f"{kernel_path}: 'float16' (or bfloat16) is used in the kernel; only float32 is allowed")
@@ -102,34 +108,43 @@ def _prepare_profile(request, options, blobs):
         violation = static_check.first_violation(source, kernel_path)
         if violation is not None:
             raise _Early(violation.kind, f"{kernel_path}:{violation.line}: {violation.message}")
-    hidden = _hidden_seed(seeds)
+    timings["validate_ms"] = _ms(start)
+    start = time.perf_counter()
     try:
         reference_key = draw_cache.source_key(reference_path)
     except OSError as exc:
         raise R.HarnessError(R.REFERENCE_ERROR, f"cannot read reference {reference_path}: {exc}") from exc
-    draws = [_cached_draw(reference, reference_key, seed) for seed in seeds]
-    hidden_draw = _draw(reference, hidden)  # never cached: fresh for every call
+    published = [_cached_draw(reference, reference_key, seed) for seed in seeds]
+    seed_draws = [d for d, _ in published]
+    # Never cached: fresh for every call (a spare drawn ahead serves one call only).
+    hidden_draw, spare = HIDDEN.take(reference, reference_key, set(seeds))
+    timings.update(draw_ms=_ms(start), cached_draws=sum(hit for _, hit in published), hidden_drawn_ahead=spare)
     # The hidden run goes at a random place among the seeds' runs.
+    start = time.perf_counter()
     order = list(range(len(seeds)))
     hidden_index = secrets.randbelow(len(seeds) + 1)
     order.insert(hidden_index, -1)
-    runs, digests = [], []
+    runs = []
     for slot in order:
-        nki_inputs, _, input_digests = draws[slot] if slot >= 0 else hidden_draw
+        nki_inputs = seed_draws[slot].nki_inputs if slot >= 0 else hidden_draw.nki_inputs
         try:
             runs.append([codec.encode(a, blobs) for a in nki_inputs])
         except codec.CodecError as exc:
             raise R.HarnessError(R.REFERENCE_ERROR, f"reference inputs cannot be sent to a worker: {exc}") from exc
-        digests.append(input_digests)
+    timings["encode_ms"] = _ms(start)
     # Latency comes from the hidden run: inputs no cache or replay table can hold.
     timed_run = hidden_index if timing else -1
     state = {"request": request, "reference": reference, "seeds": seeds, "rel_tol": rel_tol, "order": order,
-             "draws": draws, "hidden": hidden_draw, "hidden_seed": hidden, "digests": digests,
-             "backend": resolved, "target": target, "timing": timing, "kernel_path": kernel_path}
+             "draws": seed_draws, "hidden": hidden_draw, "hidden_seed": hidden_draw.seed,
+             "backend": resolved, "target": target, "timing": timing, "kernel_path": kernel_path,
+             "reference_key": reference_key, "timings": timings, "started": started}
     worker_arg = {"kernel_source": source, "kernel_path": kernel_path, "backend": resolved, "target": target,
                   "runs": runs, "timed_run": timed_run, "external_profiler": resolved == "neuron"}
+    if reference_key in _MEMBER_BYTES:
+        worker_arg["member_bytes"] = _MEMBER_BYTES[reference_key]
     state["device_rounds"] = []
     state["worker_arg"] = worker_arg
+    timings["prepare_ms"] = _ms(started)
     return state, worker_arg
 
 
@@ -163,6 +178,7 @@ def prepare(call, _blobs=()):
                                       R.format_exception(exc))}, []
     state["result"] = result
     token = secrets.token_hex(12)
+    state["sent_at"] = time.perf_counter()
     with _states_lock:
         _states[token] = state
     return {"token": token, "backend": state["backend"],
@@ -191,10 +207,15 @@ def _equal_outputs(a, b):
     return True
 
 
+def _draw_of(state, slot):
+    return state["draws"][slot] if slot >= 0 else state["hidden"]
+
+
 def _judge_run(state, slot, record, others):
     """Checks one run; returns the rel error (float). Raises _Early / HarnessError."""
     label = f"seed {state['seeds'][slot]}" if slot >= 0 else "a hidden input set"
-    expected = state["draws"][slot][1] if slot >= 0 else state["hidden"][1]
+    drawn = _draw_of(state, slot)
+    expected = drawn.expected()
     if record.get("aliasing"):
         raise _Early(OUTPUT_ALIASES_INPUT, f"{record['aliasing']} ({label}): kernels must write fresh outputs")
     outs = record["decoded"]
@@ -210,11 +231,12 @@ def _judge_run(state, slot, record, others):
         raise R.HarnessError(R.SHAPE_MISMATCH, f"kernel outputs do not fit the reference shapes ({label}): "
                                                f"{type(exc).__name__}: {exc}", R.format_exception(exc)) from exc
     try:
-        return compare.compare_outputs(compare.as_tuple(shaped), refs, state["rel_tol"], seed_for_messages), outs
+        return compare.compare_outputs(compare.as_tuple(shaped), refs, state["rel_tol"], seed_for_messages,
+                                       drawn.norms()), outs
     except R.HarnessError as exc:
         if exc.kind == R.WRONG_RESULT:
             for other_slot, other in others:
-                other_expected = state["draws"][other_slot][1] if other_slot >= 0 else state["hidden"][1]
+                other_expected = _draw_of(state, other_slot).expected()
                 if _equal_outputs(outs, other) and not _equal_outputs(compare.as_tuple(expected),
                                                                        compare.as_tuple(other_expected)):
                     raise _Early(STALE_OUTPUT, f"the output for {label} is identical to another run's output on "
@@ -225,7 +247,43 @@ def _judge_run(state, slot, record, others):
         raise
 
 
+def _wait_for_references(state):
+    """Waits for every reference output of the call (computed in the background since
+    prepare); records how long the judge waited. Raises HarnessError(reference_error)."""
+    start = time.perf_counter()
+    for drawn in state["draws"] + [state["hidden"]]:
+        drawn.expected(state["reference"])
+    state["timings"]["reference_wait_ms"] = _ms(start)
+    state["timings"]["reference_ms"] = sum(d.reference_ms or 0.0 for d in state["draws"] + [state["hidden"]])
+
+
+def _worker_timings(state, worker):
+    """Adds the worker's own timings (untrusted.run_kernel) and the transfer time (the
+    worker round trip minus the worker's measured work) to the call's timings."""
+    timings = state["timings"]
+    theirs = worker.get("timings") if isinstance(worker.get("timings"), dict) else {}
+    round_trip = (state["returned_at"] - state["sent_at"]) * 1e3
+    own = 0.0
+    for key in ("load_ms", "decode_ms", "run_ms", "trace_replay_ms", "encode_ms"):
+        value = theirs.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            timings["worker_" + key if key in ("load_ms", "decode_ms", "encode_ms") else key] = float(value)
+            own += float(value)
+    timings["worker_round_trip_ms"] = round_trip
+    timings["transfer_ms"] = max(0.0, round_trip - own)
+    for key in ("batched", "fallback", "passes"):
+        if key in theirs:
+            timings[key] = theirs[key]
+    if isinstance(theirs.get("peak_rss_bytes"), int):
+        timings["worker_peak_rss_mb"] = theirs["peak_rss_bytes"] / 2**20
+    reported = worker.get("member_bytes")
+    if isinstance(reported, int) and not isinstance(reported, bool) and reported > 0:
+        key = state["reference_key"]
+        _MEMBER_BYTES[key] = max(_MEMBER_BYTES.get(key, 0), reported)
+
+
 def _finish_profile(state, outcome, blobs, result):
+    _wait_for_references(state)  # a reference that fails is reported first, as before the kernel ran
     if not outcome.get("ok"):
         error = outcome.get("error") or {}
         raise _Early(error.get("kind", WORKER_ERROR), error.get("message", "the worker failed"),
@@ -234,6 +292,15 @@ def _finish_profile(state, outcome, blobs, result):
         changes = outcome["integrity"]
         raise _Early(FORBIDDEN_ACCESS, "the kernel modified the worker's libraries: " + "; ".join(changes[:5]))
     worker = outcome.get("result") or {}
+    _worker_timings(state, worker)
+    judge_start = time.perf_counter()
+    try:
+        _judge_worker(state, worker, blobs, result)
+    finally:
+        state["timings"]["judge_ms"] = _ms(judge_start)
+
+
+def _judge_worker(state, worker, blobs, result):
     result["compiled"] = bool(worker.get("compiled"))
     records = worker.get("runs") or []
     # Judge the seeds' runs in seed order, then the hidden run (whatever order they ran in).
@@ -249,8 +316,11 @@ def _finish_profile(state, outcome, blobs, result):
         slot = state["order"][position]
         others = [(state["order"][p], records[p]["decoded"]) for p in range(len(records))
                   if p != position and "decoded" in records[p]]
-        changed = [i for i, (a, b) in enumerate(zip(state["digests"][position], record.get("input_digests", [])))
-                   if a and a != b]
+        # A digest of None: the worker held that input read-only (it cannot have changed);
+        # the host's own digest is computed only for inputs the worker reports one for.
+        drawn = _draw_of(state, slot)
+        changed = [i for i, b in enumerate(record.get("input_digests", [])[:len(drawn.nki_inputs)])
+                   if b is not None and drawn.digest(i) and drawn.digest(i) != b]
         if changed:
             raise _Early(INPUT_MUTATED, f"the kernel modified input {changed[0]} "
                                         f"({'seed ' + str(state['seeds'][slot]) if slot >= 0 else 'hidden input set'})")
@@ -313,7 +383,7 @@ def _device_timing(state, worker, result):
         blobs = []
         arg = {"kernel_source": state["worker_arg"]["kernel_source"], "kernel_path": state["kernel_path"],
                "backend": "neuron", "target": state["target"], "external_profiler": True,
-               "runs": [[codec.encode(a, blobs) for a in state["hidden"][0]]], "timed_run": 0}
+               "runs": [[codec.encode(a, blobs) for a in state["hidden"].nki_inputs]], "timed_run": 0}
         raise _Remeasure({"module": "accelopt.sandbox.untrusted", "function": "run_kernel", "arg": arg}, blobs)
     best = min(rounds, key=lambda r: r["stats"]["rel_diffs"])
     result["latency_ms"] = float(best["stats"]["latency_ms"])
@@ -360,6 +430,7 @@ def finish(call, blobs=()):
         result = R.new_result("unknown", "unknown")
         return R.set_error(result, WORKER_ERROR, "unknown or expired isolated-call token"), []
     result = state["result"]
+    state["returned_at"] = time.perf_counter()
     try:
         if state["device_rounds"] and state.get("remeasuring"):
             _finish_remeasure(state, call.get("outcome") or {}, result)
@@ -379,6 +450,8 @@ def finish(call, blobs=()):
         result["correct"] = result["correct"] and result["error"]["kind"] == R.TIMING_ERROR
         if result["error"]["kind"] != R.TIMING_ERROR:
             result["latency_ms"] = None
+    state["timings"]["total_ms"] = _ms(state["started"])
+    result["timings"] = {k: (round(v, 3) if isinstance(v, float) else v) for k, v in state["timings"].items()}
     return result, []
 
 

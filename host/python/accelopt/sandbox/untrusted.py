@@ -2,19 +2,24 @@
 
 :func:`run_kernel` loads the candidate from the source text it is sent (the
 worker cannot read the kernel's file), runs it on each input set it is sent,
-in order, and returns the raw outputs, the digests of the inputs after each
-run, aliasing findings and the cost model's latency of one designated run. It
+and returns the raw outputs, the digests of the inputs after each run,
+aliasing findings and the cost model's latency of one designated run. It
 never sees reference outputs and judges nothing: the host does
-(:mod:`accelopt.sandbox.trusted`).
+(:mod:`accelopt.sandbox.trusted`). On the emulator the input sets share
+batched calls (:mod:`accelopt.batched_runs`; each set's results are those of
+its own run); otherwise, or when batching is refused, they run one by one in
+order.
 """
 import errno
 import hashlib
+import resource
 import sys
+import time
 import types
 
 import numpy as np
 
-from .. import loading
+from .. import batched_runs, loading
 from .. import result as R
 from ..backends import make_backend
 from . import codec
@@ -125,6 +130,98 @@ def _prepared_backend(request):
     return backend
 
 
+def _record(outputs, args, seen, out_blobs, index):
+    """The host's record of one run: encoded outputs (no copy), input digests, aliasing.
+
+    ``args``: the arrays sent for the run; ``seen``: the arrays the kernel's arguments
+    held (``args`` itself for a one-by-one run). An input the kernel held as the
+    caller's own read-only array (a batched run's immutable argument) cannot have
+    changed: its digest is None (the host then skips rule R3's comparison for it)."""
+    outputs = _as_tuple(outputs)
+    digests = []
+    for sent, held in zip(args, seen):
+        if held is sent and isinstance(sent, np.ndarray) and not sent.flags.writeable:
+            digests.append(None)
+        else:
+            digests.append(codec.digest(held))
+    record = {"aliasing": _aliasing(outputs, seen), "input_digests": digests}
+    try:
+        record["outputs"] = [codec.encode(o, out_blobs) for o in outputs]
+    except codec.CodecError as exc:
+        raise KernelFailure(R.SHAPE_MISMATCH, f"kernel output cannot be read (run {index}): {exc}") from exc
+    return record
+
+
+def _run_batched(request, backend, kernel, blobs, out, out_blobs, timings):
+    """The runs in batched emulator calls; fills ``out``. Raises batched_runs.Fallback
+    (run them one by one instead) or KernelFailure."""
+    runs = request["runs"]
+    timed = request.get("timed_run", -1)
+    start = time.perf_counter()
+    try:
+        input_sets = [[codec.decode(value, blobs, copy=False) for value in encoded] for encoded in runs]
+    except codec.CodecError as exc:
+        raise KernelFailure(R.RUNTIME_ERROR, f"malformed inputs from the host: {exc}") from exc
+    timings["decode_ms"] = (time.perf_counter() - start) * 1e3
+    try:
+        with np.errstate(all="ignore"):
+            done = batched_runs.run(backend.emulator_module(), kernel, input_sets, timed, backend.target,
+                                    member_bytes=request.get("member_bytes"))
+    except batched_runs.UniformFailure as failure:
+        exc = failure.error
+        kind, message = classify(exc, request["kernel_path"], R.RUNTIME_ERROR, backend)
+        raise KernelFailure(kind, f"{message} (run 0)", R.format_exception(exc)) from exc
+    timings.update(run_ms=done.run_ms, trace_replay_ms=done.replay_ms, passes=[
+        {"runs": p["sets"], "traced": p["traced"], "ms": round(p["ms"], 3)} for p in done.passes])
+    if done.member_bytes is not None:
+        out["member_bytes"] = done.member_bytes
+    out["compiled"] = True
+    start = time.perf_counter()
+    for index, args in enumerate(input_sets):
+        out["runs"].append(_record(done.outputs[index], args, done.arguments[index], out_blobs, index))
+    if timed >= 0:
+        try:
+            out["latency_ms"], out["metrics"] = backend.timing_of(done.profile)
+        except Exception as exc:  # noqa: BLE001 - reported as timing_error
+            out["timing_error"] = f"timing failed: {type(exc).__name__}: {exc}"
+    timings["encode_ms"] = (time.perf_counter() - start) * 1e3
+
+
+def _run_one_by_one(request, backend, kernel, blobs, out, out_blobs, timings):
+    """The runs in order, one backend call each (the neuron backend, or a refused
+    batch); runs after a failing one are not executed. Fills ``out``."""
+    kernel_path = request["kernel_path"]
+    timed = request.get("timed_run", -1)
+    for index, encoded in enumerate(request["runs"]):
+        try:
+            args = [codec.decode(value, blobs) for value in encoded]  # fresh arrays for every run
+        except codec.CodecError as exc:
+            raise KernelFailure(R.RUNTIME_ERROR, f"malformed inputs from the host (run {index}): {exc}") from exc
+        start = time.perf_counter()
+        try:
+            with np.errstate(all="ignore"):
+                raw = backend.run(kernel, args, profiled=(index == timed))
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - the candidate's failure
+            kind, message = classify(exc, kernel_path, R.RUNTIME_ERROR, backend)
+            raise KernelFailure(kind, f"{message} (run {index})", R.format_exception(exc)) from exc
+        finally:
+            timings["run_ms"] = timings.get("run_ms", 0.0) + (time.perf_counter() - start) * 1e3
+        out["compiled"] = True
+        out["runs"].append(_record(raw, args, args, out_blobs, index))
+        if index == timed:
+            start = time.perf_counter()
+            try:
+                if getattr(backend, "external_profiler", False):
+                    # The host profiles these files (accelopt.backends.device_profile).
+                    out["device_artifacts"] = backend.save_profile_runs(kernel, args)
+                else:
+                    latency, metrics = backend.measure(kernel, args)
+                    out["latency_ms"], out["metrics"] = float(latency), metrics
+            except (Exception, SystemExit) as exc:  # noqa: BLE001 - reported as timing_error
+                out["timing_error"] = f"timing failed: {type(exc).__name__}: {exc}"
+            timings["trace_replay_ms"] = (time.perf_counter() - start) * 1e3
+
+
 @codec.packed
 def run_kernel(request, blobs):
     """Runs a candidate on the given input sets; returns what the host needs to judge it.
@@ -134,57 +231,49 @@ def run_kernel(request, blobs):
     ``target``, ``external_profiler`` (bool: neuron only; leave the timed
     run's NEFF/NTFF files for the host instead of profiling here), ``runs``
     (list of lists of input descriptors into ``blobs``), ``timed_run``
-    (index of the run whose cost is measured, or -1).
+    (index of the run whose cost is measured, or -1), ``batch`` (bool, default
+    True: on the emulator, run the input sets in batched calls),
+    ``member_bytes`` (int, optional: one input set's memory footprint measured
+    by an earlier candidate of the problem; lets one batched call run every set).
 
     Returns ``(out, out_blobs)`` with out = ``{"compiled": bool, "runs": [{"outputs": [encoded...],
-    "input_digests": [hex...], "aliasing": str|None}...], "latency_ms",
+    "input_digests": [hex or None (unchanged: held read-only)...], "aliasing": str|None}...], "latency_ms",
     "metrics", "device_artifacts"? (external_profiler: [{"neff", "ntff"}] file
     names in the temp folder), "timing_error": str|None, "error": None|{"kind", "message",
-    "traceback", "run": index}}``; the outputs' bytes are in out_blobs. Runs
-    after a failing one are not executed.
+    "traceback", "run": index}, "member_bytes"? (int, measured), "timings": {"load_ms",
+    "decode_ms"?, "run_ms", "trace_replay_ms", "encode_ms"?, "batched": bool,
+    "fallback"?: reason, "passes"?: [{"runs", "traced", "ms"}], "peak_rss_bytes"}}``;
+    the outputs' bytes are in out_blobs (views of the kernel's outputs, no copy).
+    Runs after a failing one are not executed (a failure every set shares is run 0's).
     """
-    kernel_path = request["kernel_path"]
     out = {"compiled": False, "runs": [], "latency_ms": None, "metrics": {}, "timing_error": None, "error": None}
     out_blobs = []
+    timings = {"batched": False}
+    out["timings"] = timings
     module_name = None
     try:
         backend = _prepared_backend(request)
-        kernel, module_name = load_kernel_source(request["kernel_source"], kernel_path)
-        timed = request.get("timed_run", -1)
-        for index, encoded in enumerate(request["runs"]):
+        start = time.perf_counter()
+        kernel, module_name = load_kernel_source(request["kernel_source"], request["kernel_path"])
+        timings["load_ms"] = (time.perf_counter() - start) * 1e3
+        batched = request.get("batch", True) and getattr(backend, "batches", False) and len(request["runs"]) > 1
+        if batched:
             try:
-                args = [codec.decode(value, blobs) for value in encoded]  # fresh arrays for every run
-            except codec.CodecError as exc:
-                raise KernelFailure(R.RUNTIME_ERROR, f"malformed inputs from the host (run {index}): {exc}") from exc
-            try:
-                with np.errstate(all="ignore"):
-                    raw = backend.run(kernel, args, profiled=(index == timed))
-            except (Exception, SystemExit) as exc:  # noqa: BLE001 - the candidate's failure
-                kind, message = classify(exc, kernel_path, R.RUNTIME_ERROR, backend)
-                raise KernelFailure(kind, f"{message} (run {index})", R.format_exception(exc)) from exc
-            out["compiled"] = True
-            outputs = _as_tuple(raw)
-            record = {"aliasing": _aliasing(outputs, args),
-                      "input_digests": [codec.digest(a) for a in args]}
-            try:
-                record["outputs"] = [codec.encode(o, out_blobs) for o in outputs]
-            except codec.CodecError as exc:
-                raise KernelFailure(R.SHAPE_MISMATCH, f"kernel output cannot be read (run {index}): {exc}") from exc
-            out["runs"].append(record)
-            if index == timed:
-                try:
-                    if getattr(backend, "external_profiler", False):
-                        # The host profiles these files (accelopt.backends.device_profile).
-                        out["device_artifacts"] = backend.save_profile_runs(kernel, args)
-                    else:
-                        latency, metrics = backend.measure(kernel, args)
-                        out["latency_ms"], out["metrics"] = float(latency), metrics
-                except (Exception, SystemExit) as exc:  # noqa: BLE001 - reported as timing_error
-                    out["timing_error"] = f"timing failed: {type(exc).__name__}: {exc}"
+                _run_batched(request, backend, kernel, blobs, out, out_blobs, timings)
+                timings["batched"] = True
+            except batched_runs.Fallback as fallback:
+                timings["fallback"] = fallback.reason
+                out.update(compiled=False, runs=[], latency_ms=None, metrics={}, timing_error=None)
+                out.pop("member_bytes", None)
+                out_blobs.clear()
+                batched = False
+        if not batched:
+            _run_one_by_one(request, backend, kernel, blobs, out, out_blobs, timings)
     except KernelFailure as failure:
         out["error"] = {"kind": failure.kind, "message": failure.message, "traceback": failure.tb,
                         "run": len(out["runs"])}
     finally:
         if module_name:
             sys.modules.pop(module_name, None)
+        timings["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     return out, out_blobs

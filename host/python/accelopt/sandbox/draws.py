@@ -1,0 +1,172 @@
+"""Input sets and their reference outputs on the trusted side (docs/isolation.md, rule R1).
+
+A :class:`Draw` is one input set of a reference module: its inputs are drawn
+at once (the worker needs them), its reference outputs are computed on a
+background thread while the kernel runs in a worker, and what the judge needs
+from it (outputs, their L2 norms, input digests) is computed once and kept.
+The published seeds' draws are cached (``draw_cache``); the hidden input set
+of every call is fresh, drawn from a secret seed, and, when the same
+reference is profiled again and again (a search), the next call's hidden set
+is drawn and its reference computed ahead, on the background thread
+(:class:`HiddenSpares`): each spare serves exactly one call.
+"""
+import collections
+import concurrent.futures
+import secrets
+import threading
+import time
+
+import numpy as np
+
+from .. import compare, profile
+from . import codec, draw_cache
+
+# np.random.seed + get_inputs must not interleave between host threads.
+RNG_LOCK = threading.Lock()
+# One thread: reference outputs are computed one at a time, next to the workers.
+_EXECUTOR = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="accelopt-reference")
+
+
+def _nbytes(values):
+    return sum(v.nbytes for v in values if isinstance(v, np.ndarray))
+
+
+class Draw:
+    """One input set: ``seed``, ``nki_inputs`` (list, read-only arrays), the reference
+    outputs (:meth:`expected`, computed in the background by :meth:`start`).
+
+    Thread-safe. ``draw_ms``: time spent drawing the inputs; ``reference_ms``: time the
+    reference's forward took (None until done).
+    """
+
+    def __init__(self, seed, inputs, nki_inputs, draw_ms):
+        self.seed, self.draw_ms, self.reference_ms = seed, draw_ms, None
+        self.nki_inputs = list(nki_inputs)
+        draw_cache.freeze(self.nki_inputs)
+        self._inputs = inputs
+        self._future = None
+        self._lock = threading.Lock()
+        self._digests = {}
+        self._norms = None
+
+    @property
+    def nbytes(self):
+        """Bytes of the arrays held: inputs, plus the reference outputs once computed."""
+        done = self._future is not None and self._future.done() and self._future.exception() is None
+        return _nbytes(self.nki_inputs) + (_nbytes(compare.as_tuple(self._future.result())) if done else 0)
+
+    def start(self, reference, on_done=None):
+        """Computes the reference outputs on the background thread (once); ``on_done``
+        (callable, optional) runs after they are computed."""
+        with self._lock:
+            if self._future is None:
+                self._future = _EXECUTOR.submit(self._forward, reference, on_done)
+        return self
+
+    def _forward(self, reference, on_done):
+        start = time.perf_counter()
+        try:
+            with np.errstate(all="ignore"):  # exp overflow to inf is legitimate (swiglu)
+                expected = profile._reference_call("forward()", reference.forward, *self._inputs)
+            compare.check_reference_outputs(compare.as_tuple(expected))
+            draw_cache.freeze(expected)
+            return expected
+        finally:
+            self.reference_ms = (time.perf_counter() - start) * 1e3
+            self._inputs = None  # forward's own inputs are no longer needed
+            if on_done is not None:
+                on_done(self)
+
+    def expected(self, reference=None):
+        """The reference outputs (waits for the background computation; starts it with
+        ``reference`` if nobody did). Raises HarnessError(reference_error)."""
+        if self._future is None:
+            self.start(reference)
+        return self._future.result()
+
+    def norms(self):
+        """L2 norm (float64) of each reference output: compare.compare_outputs's ``ref_norms``."""
+        if self._norms is None:
+            self._norms = compare.reference_norms(compare.as_tuple(self.expected()))
+        return self._norms
+
+    def digest(self, index):
+        """SHA-256 digest of input ``index`` (codec.digest; computed once)."""
+        with self._lock:
+            if index not in self._digests:
+                self._digests[index] = codec.digest(self.nki_inputs[index])
+            return self._digests[index]
+
+
+def draw(reference, seed):
+    """A Draw of ``reference`` for ``seed``, its reference outputs not yet started.
+    Raises HarnessError(reference_error) when get_inputs or transform_to_nki_inputs fail."""
+    start = time.perf_counter()
+    with RNG_LOCK:
+        np.random.seed(seed)
+        inputs = profile._reference_call("get_inputs()", reference.get_inputs)
+    nki_inputs = profile._reference_call("transform_to_nki_inputs()", reference.transform_to_nki_inputs, inputs)
+    return Draw(seed, inputs, nki_inputs, (time.perf_counter() - start) * 1e3)
+
+
+def secret_seed(excluded):
+    """A fresh secret seed in [0, 2^32) not in ``excluded``."""
+    while True:
+        seed = secrets.randbelow(2**32)
+        if seed not in excluded:
+            return seed
+
+
+class HiddenSpares:
+    """Hidden input sets drawn ahead for references profiled repeatedly.
+
+    :meth:`take` returns a fresh hidden Draw for a reference (a spare drawn ahead if
+    one is there, else a new one drawn now) and, when the same reference was profiled
+    recently (``repeat_window`` calls), draws the next call's spare on the background
+    thread. Spares are kept for at most ``keys`` references; each is used once.
+    """
+
+    def __init__(self, keys=2, repeat_window=3):
+        self.keys, self.repeat_window = keys, repeat_window
+        self._spares = collections.OrderedDict()  # reference key -> Future of a started Draw
+        self._recent = collections.deque(maxlen=repeat_window)
+        self._lock = threading.Lock()
+        self.served = self.drawn = 0
+
+    def take(self, reference, key, excluded):
+        """(a hidden Draw whose reference outputs are started, True if it was a spare)."""
+        with self._lock:
+            spare = self._spares.pop(key, None)
+            repeat = key in self._recent
+            self._recent.append(key)
+        hidden, was_spare = None, False
+        if spare is not None:
+            try:
+                hidden = spare.result()
+            except Exception:  # noqa: BLE001 - a failed spare: draw now, which reports the error
+                hidden = None
+            if hidden is not None and hidden.seed in excluded:
+                hidden = None
+        if hidden is None:
+            hidden = draw(reference, secret_seed(excluded)).start(reference)
+            self.drawn += 1
+        else:
+            was_spare = True
+            self.served += 1
+        if repeat:
+            self._prepare_spare(reference, key, excluded)
+        return hidden, was_spare
+
+    def _prepare_spare(self, reference, key, excluded):
+        future = _EXECUTOR.submit(lambda: draw(reference, secret_seed(excluded)).start(reference))
+        with self._lock:
+            self._spares[key] = future
+            self._spares.move_to_end(key)
+            while len(self._spares) > self.keys:
+                self._spares.popitem(last=False)
+
+    def clear(self):
+        """Drops every spare (tests)."""
+        with self._lock:
+            self._spares.clear()
+            self._recent.clear()
