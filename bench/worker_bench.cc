@@ -16,6 +16,13 @@
 //     outputs judged outside the timed region), "end to end" times whole
 //     isolated calls, including the trusted host work every candidate needs
 //     (a fresh hidden input set with its reference outputs, and judging).
+//   accelopt-bench-worker search KERNEL REFERENCE [N=2] [M=2] [REL_TOL]
+//     one problem inside a running search (bench/candidate_cost.py): after one
+//     untimed call (worker start-up, the published seeds' draws cached, the
+//     footprint of an input set learnt), N calls of KERNEL through a warm
+//     1-worker pool, one after another (wall ms each, with the result's
+//     timings), then 2*M calls submitted at once to a warm 2-worker pool
+//     (candidates per hour). Prints one JSON line.
 #include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -262,6 +269,48 @@ int Scaling(int n) {
 }
 
 
+int Search(const std::string& kernel, const std::string& reference, int n, int m, double rel_tol) {
+  fs::path dir = fs::temp_directory_path() / ("accelopt-bench-" + std::to_string(getpid()));
+  fs::create_directories(dir / "scratch");
+  json request = Request(kernel, reference);
+  if (rel_tol > 0) request["rel_tol"] = rel_tol;
+  json out = json::object();
+  {
+    worker::WorkerPool pool(Pool(dir / "scratch", 1));
+    worker::LimitHostBlas();  // as ScopedWorkerPool does for a run
+    auto start = Clock::now();
+    json first = worker::IsolatedCall(pool, "accelopt.profile", "profile_kernel", request, json::object());
+    out["first_ms"] = Ms(start);
+    Check(first, "first call");
+    std::vector<double> walls;
+    json timings = json::array();
+    for (int i = 0; i < n; ++i) {
+      auto t = Clock::now();
+      json r = worker::IsolatedCall(pool, "accelopt.profile", "profile_kernel", request, json::object());
+      walls.push_back(Ms(t));
+      Check(r, "search call " + std::to_string(i));
+      timings.push_back(r.value("timings", json::object()));
+    }
+    out["search_ms"] = walls;
+    out["search_timings"] = timings;
+  }
+  if (m > 0) {
+    worker::WorkerPool pool(Pool(dir / "scratch", 2));
+    worker::LimitHostBlas();
+    RunAll(2, [&](int) { Check(worker::IsolatedCall(pool, "accelopt.profile", "profile_kernel", request, json::object()), "warm-up"); });
+    double ms = RunAll(2 * m, [&](int i) {
+      Check(worker::IsolatedCall(pool, "accelopt.profile", "profile_kernel", request, json::object()),
+            "throughput call " + std::to_string(i));
+    });
+    out["throughput_calls"] = 2 * m;
+    out["throughput_ms"] = ms;
+    out["candidates_per_hour"] = 3600e3 * 2 * m / ms;
+  }
+  std::printf("%s\n", out.dump().c_str());
+  fs::remove_all(dir);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -271,11 +320,15 @@ int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "overhead";
   python::Initialize();
   if (mode == "overhead") return Overhead(argc > 2 ? std::atoi(argv[2]) : 200, argc > 3 ? std::atoi(argv[3]) : 40);
+  if (mode == "search" && argc > 3)
+    return Search(argv[2], argv[3], argc > 4 ? std::atoi(argv[4]) : 2, argc > 5 ? std::atoi(argv[5]) : 2,
+                  argc > 6 ? std::atof(argv[6]) : 0);
   if (mode == "scaling") {
     int rc = Scaling(argc > 2 ? std::atoi(argv[2]) : 20);
     PrintCpu("total");
     return rc;
   }
-  std::fprintf(stderr, "usage: accelopt-bench-worker overhead [N_POOL N_FRESH] | scaling [N]\n");
+  std::fprintf(stderr, "usage: accelopt-bench-worker overhead [N_POOL N_FRESH] | scaling [N] | "
+                       "search KERNEL REFERENCE [N M REL_TOL]\n");
   return 2;
 }

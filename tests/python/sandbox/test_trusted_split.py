@@ -159,3 +159,26 @@ def test_the_loaded_source_is_what_inspection_sees_not_the_file_on_disk():
             handle.write("# another candidate\n" * 40)
         fn, name = untrusted.load_kernel_source(kernel, stale)
         assert liveness.analyse(fn) != {}
+
+
+def test_batched_worker_runs_give_the_records_of_one_by_one_runs():
+    prepared, blobs = trusted.prepare({"module": "accelopt.profile", "function": "profile_kernel",
+                                       "arg": _request("kernel_good.py")})
+    job = json.loads(json.dumps(prepared["worker"]["arg"]))
+    batched, batched_blobs = untrusted.run_kernel(job, [bytes(b) for b in blobs])
+    single, single_blobs = untrusted.run_kernel(dict(job, batch=False), [bytes(b) for b in blobs])
+    assert batched["timings"]["batched"] is True and single["timings"]["batched"] is False
+    assert batched["latency_ms"] == single["latency_ms"] and batched["metrics"] == single["metrics"]
+    assert len(batched["runs"]) == len(single["runs"]) == 4
+    for a, b in zip(batched["runs"], single["runs"]):
+        assert a["aliasing"] is None and b["aliasing"] is None
+        assert a["input_digests"] == [None] and b["input_digests"][0]  # read-only inputs: nothing to digest
+        assert [o["shape"] for o in a["outputs"]] == [o["shape"] for o in b["outputs"]]
+    assert [bytes(memoryview(x)) for x in batched_blobs] == [bytes(memoryview(x)) for x in single_blobs]
+    assert {"load_ms", "run_ms", "trace_replay_ms", "passes", "peak_rss_bytes"} <= set(batched["timings"])
+    result, _ = trusted.finish({"token": prepared["token"], "outcome": {"ok": True, "result": json.loads(
+        json.dumps(batched)), "integrity": []}}, [bytes(memoryview(x)) for x in batched_blobs])
+    assert result["correct"], result["error"]
+    for key in ("load_ms", "validate_ms", "draw_ms", "run_ms", "judge_ms", "transfer_ms", "total_ms"):
+        assert isinstance(result["timings"][key], float), key
+    assert trusted.pending() == 0

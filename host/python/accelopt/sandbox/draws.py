@@ -25,6 +25,20 @@ from . import codec, draw_cache
 RNG_LOCK = threading.Lock()
 # One thread: reference outputs are computed one at a time, next to the workers.
 _EXECUTOR = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="accelopt-reference")
+_BLAS_LIMITED = []
+
+
+def _limit_host_blas():
+    """One OpenBLAS thread in the host from the first background reference on: it runs
+    while workers hold the cores (docs/isolation.md, "BLAS threads"; `accelopt-host
+    profile` starts its one worker without the pool's own limit)."""
+    if not _BLAS_LIMITED:
+        _BLAS_LIMITED.append(True)
+        try:
+            from nki_emu import blas_threads
+            blas_threads.set_threads(1)
+        except Exception:  # noqa: BLE001 - without OpenBLAS or the emulator: nothing to limit
+            pass
 
 
 def _nbytes(values):
@@ -58,6 +72,7 @@ class Draw:
     def start(self, reference, on_done=None):
         """Computes the reference outputs on the background thread (once); ``on_done``
         (callable, optional) runs after they are computed."""
+        _limit_host_blas()
         with self._lock:
             if self._future is None:
                 self._future = _EXECUTOR.submit(self._forward, reference, on_done)
