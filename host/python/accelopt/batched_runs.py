@@ -7,11 +7,15 @@ set's results are exactly those of its own run (docs/nki-emulator.md,
 "Batched execution"). A batch needs its members' storage at once, S times a
 single run's, so the sets are grouped to fit the process's memory:
 
-* with ``member_bytes`` (a previous candidate of the same problem measured
-  it, see :class:`BatchedRuns`) that fits, one traced call runs every set;
+* when the sets' inputs are small enough that even INPUT_FACTOR times their
+  bytes fits, one traced call runs every set;
 * otherwise the timed set runs alone first (traced), its footprint is
   measured (peak resident memory, ``ru_maxrss``), and the other sets run in
   groups of as many as fit.
+
+Nothing a candidate reports steers the plan of another candidate: the
+footprint is measured in the candidate's own process, for its own batch
+(docs/isolation.md, "nothing a candidate leaves reaches the next one").
 
 What cannot be batched, or fails in a way that may differ between sets, is
 refused with :class:`Fallback`: the caller then runs the sets one by one as
@@ -32,6 +36,10 @@ SAFETY = 1.25
 # A footprint below this is measured as this (ru_maxrss has page granularity and
 # counts memory freed and reused within the probe once).
 MIN_MEMBER_BYTES = 1 << 20
+# Peak memory of one run over its input bytes, bound for a single call without a probe:
+# the largest of our full-size baselines is about 33 (gqa_full: 3.3 GB for 100 MB of
+# inputs and outputs, docs/benchmarks/emulator-speed.txt), doubled.
+INPUT_FACTOR = 64
 
 
 class Fallback(Exception):
@@ -60,12 +68,14 @@ class BatchedRuns:
     (None when ``timed`` < 0); ``passes``: [{"sets": [indices], "traced": bool, "ms":
     float}] in execution order; ``run_ms``/``replay_ms``: kernel calls and cost-model
     replay, summed (ms); ``member_bytes``: the measured footprint of one set (bytes;
-    None when not measured: the caller's hint was used).
+    None when not measured: the inputs were small); ``cap_bytes``: the
+    resident-memory cap the plan kept to.
     """
 
-    def __init__(self, count):
+    def __init__(self, count, cap_bytes):
         self.outputs, self.arguments = [None] * count, [None] * count
         self.profile, self.passes, self.run_ms, self.replay_ms, self.member_bytes = None, [], 0.0, 0.0, None
+        self.cap_bytes = cap_bytes
 
 
 def _max_rss_bytes():
@@ -80,17 +90,21 @@ def memory_cap_bytes():
         physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
         physical = 8 << 30
-    cap = physical // max(1, os.cpu_count() or 1)
+    try:
+        cores = max(os.cpu_count() or 1, len(os.sched_getaffinity(0)))
+    except OSError:  # a sandbox that refuses the query: the machine's count, or one
+        cores = os.cpu_count() or 1
+    cap = physical // cores
     soft, _hard = resource.getrlimit(resource.RLIMIT_AS)
     if soft != resource.RLIM_INFINITY and soft > 0:
         cap = min(cap, soft)
     return int(cap * HEADROOM)
 
 
-def _groups_after_probe(rest, member_bytes, cap):
-    """Consecutive groups of ``rest`` that fit what is left under ``cap``."""
+def _groups_after_probe(rest, member_bytes, cap, limit):
+    """Consecutive groups of ``rest`` (at most ``limit`` each) that fit what is left under ``cap``."""
     room = cap - _max_rss_bytes()
-    size = max(1, int(room // (member_bytes * SAFETY)))
+    size = max(1, min(limit, int(room // (member_bytes * SAFETY))))
     return [rest[i:i + size] for i in range(0, len(rest), size)]
 
 
@@ -110,14 +124,24 @@ def _call(emu, kernel, input_sets, sets, target, trace_member, first):
         raise Fallback(f"{type(exc).__name__} in a batched call") from exc
 
 
-def run(emu, kernel, input_sets, timed, target, member_bytes=None, cap_bytes=None):
+def _input_bytes(values):
+    total = 0
+    for value in values:
+        if isinstance(value, (tuple, list)):
+            total += _input_bytes(value)
+        elif hasattr(value, "nbytes"):
+            total += int(value.nbytes)
+    return total
+
+
+def run(emu, kernel, input_sets, timed, target, cap_bytes=None, max_batch=None):
     """Runs ``kernel`` on every set of ``input_sets`` in batched emulator calls.
 
     ``emu``: the ``nki_emu`` module; ``input_sets``: list of argument lists (arrays
     read-only is fine: the caller's arrays are never written); ``timed``: index of
-    the set whose run is traced by the cost model (-1: none); ``member_bytes``: a
-    known footprint of one set (bytes) or None; ``cap_bytes``: resident-memory cap
-    (default :func:`memory_cap_bytes`). Returns BatchedRuns. Raises UniformFailure
+    the set whose run is traced by the cost model (-1: none); ``cap_bytes``:
+    resident-memory cap (default :func:`memory_cap_bytes`); ``max_batch``: most sets
+    per call (default: no limit). Returns BatchedRuns. Raises UniformFailure
     (the first call failed the same way for every set), Fallback (run the sets one by
     one instead) or BaseException subclasses (a host timeout).
     """
@@ -125,9 +149,11 @@ def run(emu, kernel, input_sets, timed, target, member_bytes=None, cap_bytes=Non
     if count < 2:
         raise Fallback("a single input set")
     cap = memory_cap_bytes() if cap_bytes is None else cap_bytes
-    out = BatchedRuns(count)
+    out = BatchedRuns(count, cap)
     order = list(range(count))
-    if member_bytes and _max_rss_bytes() + count * member_bytes * SAFETY <= cap:
+    limit = max(1, max_batch or count)
+    small = _max_rss_bytes() + _input_bytes(input_sets) * INPUT_FACTOR <= cap
+    if small and limit >= count:
         plan, probe = [order], False
     else:
         first = timed if timed >= 0 else 0
@@ -151,5 +177,5 @@ def run(emu, kernel, input_sets, timed, target, member_bytes=None, cap_bytes=Non
             probe = False
             out.member_bytes = max(MIN_MEMBER_BYTES, (_max_rss_bytes() - before) // len(sets))
             rest = [i for i in order if i not in done]
-            plan = _groups_after_probe(rest, out.member_bytes, cap) if rest else []
+            plan = _groups_after_probe(rest, out.member_bytes, cap, limit) if rest else []
     return out

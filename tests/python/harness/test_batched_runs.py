@@ -40,18 +40,18 @@ def _check_outputs(done, sets, kernel):
         assert np.array_equal(out, nki_emu.run(kernel, args, trace=False).outputs)
 
 
-def test_a_known_footprint_that_fits_runs_every_set_in_one_traced_call():
+def test_small_input_sets_run_in_one_traced_call():
     sets = _sets()
-    done = batched_runs.run(nki_emu, _double, sets, 2, "trn1", member_bytes=1 << 20, cap_bytes=1 << 40)
+    done = batched_runs.run(nki_emu, _double, sets, 2, "trn1", cap_bytes=1 << 40)
     assert [p["sets"] for p in done.passes] == [[0, 1, 2, 3]] and done.passes[0]["traced"]
     assert done.member_bytes is None and done.profile["latency_ms"] > 0
     assert done.profile == nki_emu.run(_double, sets[2]).profile
     _check_outputs(done, sets, _double)
 
 
-def test_without_a_footprint_the_timed_set_runs_alone_first_then_the_rest_as_they_fit():
+def test_otherwise_the_timed_set_runs_alone_first_then_the_rest_as_they_fit():
     sets = _sets()
-    done = batched_runs.run(nki_emu, _double, sets, 1, "trn1", cap_bytes=1 << 40)
+    done = batched_runs.run(nki_emu, _double, sets, 1, "trn1", cap_bytes=1 << 40, max_batch=3)
     assert [p["sets"] for p in done.passes] == [[1], [0, 2, 3]]
     assert [p["traced"] for p in done.passes] == [True, False]
     assert done.member_bytes >= batched_runs.MIN_MEMBER_BYTES
@@ -59,13 +59,16 @@ def test_without_a_footprint_the_timed_set_runs_alone_first_then_the_rest_as_the
     tight = batched_runs.run(nki_emu, _double, sets, 3, "trn1", cap_bytes=0)  # nothing fits: one at a time
     assert [p["sets"] for p in tight.passes] == [[3], [0], [1], [2]]
     _check_outputs(tight, sets, _double)
-    untimed = batched_runs.run(nki_emu, _double, sets, -1, "trn1", member_bytes=1, cap_bytes=1 << 40)
+    big = batched_runs.run(nki_emu, _double, sets, 0, "trn1",  # inputs x INPUT_FACTOR over the cap: probe
+                           cap_bytes=batched_runs._max_rss_bytes() + 2 * batched_runs.INPUT_FACTOR * sets[0][0].nbytes)
+    assert [p["sets"] for p in big.passes][0] == [0] and len(big.passes) > 1
+    untimed = batched_runs.run(nki_emu, _double, sets, -1, "trn1", cap_bytes=1 << 40)
     assert untimed.profile is None and not untimed.passes[0]["traced"]
 
 
 def test_refusals_every_set_shares_are_uniform_others_fall_back():
     try:
-        batched_runs.run(nki_emu, _refused, _sets(), 0, "trn1", member_bytes=1, cap_bytes=1 << 40)
+        batched_runs.run(nki_emu, _refused, _sets(), 0, "trn1", cap_bytes=1 << 40)
     except batched_runs.UniformFailure as failure:
         assert isinstance(failure.error, nki_emu.NKICompileError)
     else:
@@ -78,7 +81,7 @@ def test_refusals_every_set_shares_are_uniform_others_fall_back():
                                   "not batchable"),
                                  (_double, _sets(1), "a single input set")):
         try:
-            batched_runs.run(nki_emu, kernel, sets, 0, "trn1", member_bytes=1, cap_bytes=1 << 40)
+            batched_runs.run(nki_emu, kernel, sets, 0, "trn1", cap_bytes=1 << 40)
         except batched_runs.Fallback as fallback:
             assert reason in fallback.reason, fallback.reason
         else:

@@ -53,10 +53,6 @@ ISOLATION_ERROR_KINDS = (TIMEOUT, OUT_OF_MEMORY, CRASH, SANDBOX_VIOLATION, WORKE
 DRAWS = draw_cache.DrawCache()
 # Hidden input sets drawn ahead for references profiled repeatedly.
 HIDDEN = draws.HiddenSpares()
-# Largest footprint of one input set in a worker's batched run (bytes) that a candidate of
-# each reference reported (accelopt.batched_runs): the next candidate's batch plan. Only
-# ever raised, so that a candidate reporting too little cannot shrink it for the next.
-_MEMBER_BYTES = {}
 
 _states = {}
 _states_lock = threading.Lock()
@@ -140,8 +136,6 @@ def _prepare_profile(request, options, blobs):
              "reference_key": reference_key, "timings": timings, "started": started}
     worker_arg = {"kernel_source": source, "kernel_path": kernel_path, "backend": resolved, "target": target,
                   "runs": runs, "timed_run": timed_run, "external_profiler": resolved == "neuron"}
-    if reference_key in _MEMBER_BYTES:
-        worker_arg["member_bytes"] = _MEMBER_BYTES[reference_key]
     state["device_rounds"] = []
     state["worker_arg"] = worker_arg
     timings["prepare_ms"] = _ms(started)
@@ -271,15 +265,11 @@ def _worker_timings(state, worker):
             own += float(value)
     timings["worker_round_trip_ms"] = round_trip
     timings["transfer_ms"] = max(0.0, round_trip - own)
-    for key in ("batched", "fallback", "passes"):
+    for key in ("batched", "fallback", "passes", "memory_cap_mb", "member_mb"):
         if key in theirs:
             timings[key] = theirs[key]
     if isinstance(theirs.get("peak_rss_bytes"), int):
         timings["worker_peak_rss_mb"] = theirs["peak_rss_bytes"] / 2**20
-    reported = worker.get("member_bytes")
-    if isinstance(reported, int) and not isinstance(reported, bool) and reported > 0:
-        key = state["reference_key"]
-        _MEMBER_BYTES[key] = max(_MEMBER_BYTES.get(key, 0), reported)
 
 
 def _finish_profile(state, outcome, blobs, result):

@@ -166,15 +166,15 @@ def _run_batched(request, backend, kernel, blobs, out, out_blobs, timings):
     try:
         with np.errstate(all="ignore"):
             done = batched_runs.run(backend.emulator_module(), kernel, input_sets, timed, backend.target,
-                                    member_bytes=request.get("member_bytes"))
+                                    max_batch=request.get("max_batch"))
     except batched_runs.UniformFailure as failure:
         exc = failure.error
         kind, message = classify(exc, request["kernel_path"], R.RUNTIME_ERROR, backend)
         raise KernelFailure(kind, f"{message} (run 0)", R.format_exception(exc)) from exc
-    timings.update(run_ms=done.run_ms, trace_replay_ms=done.replay_ms, passes=[
+    timings.update(run_ms=done.run_ms, trace_replay_ms=done.replay_ms, memory_cap_mb=done.cap_bytes / 2**20, passes=[
         {"runs": p["sets"], "traced": p["traced"], "ms": round(p["ms"], 3)} for p in done.passes])
     if done.member_bytes is not None:
-        out["member_bytes"] = done.member_bytes
+        timings["member_mb"] = done.member_bytes / 2**20
     out["compiled"] = True
     start = time.perf_counter()
     for index, args in enumerate(input_sets):
@@ -233,14 +233,13 @@ def run_kernel(request, blobs):
     (list of lists of input descriptors into ``blobs``), ``timed_run``
     (index of the run whose cost is measured, or -1), ``batch`` (bool, default
     True: on the emulator, run the input sets in batched calls),
-    ``member_bytes`` (int, optional: one input set's memory footprint measured
-    by an earlier candidate of the problem; lets one batched call run every set).
+    ``max_batch`` (int, optional: most input sets per batched call).
 
     Returns ``(out, out_blobs)`` with out = ``{"compiled": bool, "runs": [{"outputs": [encoded...],
     "input_digests": [hex or None (unchanged: held read-only)...], "aliasing": str|None}...], "latency_ms",
     "metrics", "device_artifacts"? (external_profiler: [{"neff", "ntff"}] file
     names in the temp folder), "timing_error": str|None, "error": None|{"kind", "message",
-    "traceback", "run": index}, "member_bytes"? (int, measured), "timings": {"load_ms",
+    "traceback", "run": index}, "timings": {"load_ms",
     "decode_ms"?, "run_ms", "trace_replay_ms", "encode_ms"?, "batched": bool,
     "fallback"?: reason, "passes"?: [{"runs", "traced", "ms"}], "peak_rss_bytes"}}``;
     the outputs' bytes are in out_blobs (views of the kernel's outputs, no copy).
@@ -264,7 +263,6 @@ def run_kernel(request, blobs):
             except batched_runs.Fallback as fallback:
                 timings["fallback"] = fallback.reason
                 out.update(compiled=False, runs=[], latency_ms=None, metrics={}, timing_error=None)
-                out.pop("member_bytes", None)
                 out_blobs.clear()
                 batched = False
         if not batched:
