@@ -14,6 +14,7 @@ PACKAGES=(
   liblua5.4-dev libyaml-cpp-dev libspdlog-dev libfmt-dev catch2 nlohmann-json3-dev
   libcurl4-openssl-dev libcli11-dev libsqlite3-dev libsqlitecpp-dev
   libkainjow-mustache-dev libcpp-httplib-dev libssl-dev libseccomp-dev
+  python3-matplotlib chromium   # report charts (docs/reports.md); chromium only for the screenshot test
 )
 
 missing=()

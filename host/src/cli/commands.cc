@@ -1,4 +1,5 @@
 #include "cli/commands.h"
+#include "cli/report_command.h"
 #include "cli/run_record.h"
 #include "cli/run_services.h"
 
@@ -199,6 +200,9 @@ int RunCommand(const RunOptions& given, const std::vector<std::string>& argv) {
   record->Finish(result.status);
   spdlog::info("run {}: {} ({} failed stages, {} failed items) — {}", pipeline.name, result.status, result.failed_stages,
                result.failed_items, run_dir->path().string());
+  // report.html and the runs index; a failure there is a warning, never the run's outcome.
+  if (AbandonedStages() == 0) FinishRunArtifacts(run_dir->path());
+  else spdlog::warn("report skipped while timed-out stages still run; write it with `accelopt-host report {}`", run_dir->path().string());
   if (int abandoned = AbandonedStages(); abandoned > 0) {
     // Their threads may still run plugin code and use the LLM client: unloading
     // plugins or destroying the services under them would crash. Every result

@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "cli/prompts_command.h"
+#include "cli/report_cli.h"
 #include "worker/worker_main.h"
 
 int main(int argc, char** argv) {
@@ -86,6 +87,8 @@ int main(int argc, char** argv) {
   render_cmd->add_option("--out", prompts.out_dir, "Write <stage>_system.md and <stage>_user.md into this folder instead of printing");
   render_cmd->add_flag("--json", prompts.json, "Print [{stage, system, user}] as JSON");
 
+  accelopt::cli::ReportCommands report_commands(app);  // report, runs, runs show, compare
+
   // Internal: one worker process of the pool (docs/isolation.md); not for users.
   accelopt::worker::WorkerMainOptions worker;
   std::string worker_memory = "0", worker_cpu = "0";
@@ -130,5 +133,6 @@ int main(int argc, char** argv) {
   if (*stages_cmd) return accelopt::cli::StagesCommand(stages_json);
   if (*profile_cmd) return accelopt::cli::ProfileCommand(profile);
   if (*render_cmd) return accelopt::cli::PromptsRenderCommand(prompts);
+  if (int code = 0; report_commands.Dispatch(&code)) return code;
   return accelopt::cli::kExitUsage;
 }

@@ -36,17 +36,22 @@ void Progress::Clear() {
   }
 }
 
+std::string Progress::WithSearch(const std::string& text) const {
+  if (search_depth_ == 0) return text;
+  return "[" + search_.Line(std::chrono::steady_clock::now()) + "] " + text;
+}
+
 void Progress::StageStarted(const std::string& stage_id, int64_t total_items) {
   std::lock_guard<std::mutex> lock(mutex_);
   std::string items = total_items > 0 ? " (" + std::to_string(total_items) + " items)" : "";
-  if (live_) Draw("[" + stage_id + "] running" + items + "  " + Elapsed(start_));
+  if (live_) Draw(WithSearch("[" + stage_id + "] running" + items + "  " + Elapsed(start_)));
   else spdlog::info("stage {} started{}", stage_id, items);
 }
 
 void Progress::Item(const std::string& stage_id, int64_t done, int64_t total, const std::string& label) {
   std::lock_guard<std::mutex> lock(mutex_);
   std::string text = "[" + stage_id + "] " + std::to_string(done) + "/" + std::to_string(total) + (label.empty() ? "" : "  " + label);
-  if (live_) Draw(text + "  " + Elapsed(start_));
+  if (live_) Draw(WithSearch(text + "  " + Elapsed(start_)));
   else spdlog::info("{}", text);
 }
 
@@ -57,6 +62,47 @@ void Progress::StageFinished(const std::string& stage_id, const std::string& sta
     line_shown_ = false;
   }
   spdlog::info("stage {} {} in {:.2f}s", stage_id, status, seconds);
+}
+
+void Progress::SearchStarted(const std::string& loop_id, int64_t max_iterations) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (search_depth_++ == 0) search_.Start(loop_id, max_iterations, std::chrono::steady_clock::now());
+}
+
+void Progress::SearchIteration(int64_t iteration) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (search_depth_ == 1) search_.BeginIteration(iteration);
+}
+
+void Progress::SearchIterationFinished() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (search_depth_ != 1) return;
+  search_.EndIteration();
+  if (live_ && line_shown_) {
+    std::fprintf(stderr, "\r\033[K");
+    line_shown_ = false;
+  }
+  spdlog::info("search {}", search_.Line(std::chrono::steady_clock::now()));
+}
+
+void Progress::SearchItemsPlanned(int64_t total) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (search_depth_ > 0) search_.ItemsPlanned(total);
+}
+
+void Progress::SearchItemDone() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (search_depth_ > 0) search_.ItemDone();
+}
+
+void Progress::SearchCarry(const nlohmann::json& carry) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (search_depth_ == 1) search_.Carry(carry);
+}
+
+void Progress::SearchFinished() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (search_depth_ > 0) --search_depth_;
 }
 
 }  // namespace accelopt

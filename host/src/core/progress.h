@@ -1,12 +1,19 @@
 // progress.h - what the user sees while a pipeline runs.
 //
 // On a TTY: one live line on stderr ("[profile] 3/14  silu  00:12"),
-// redrawn in place. Otherwise: plain spdlog lines, one per event.
+// redrawn in place. Otherwise: plain spdlog lines, one per event. Inside a
+// loop group (a search), the line starts with the search's state: iteration,
+// candidates evaluated of the budget, best speedup so far and an ETA
+// (core/search_status.h); without a TTY that state is logged once per iteration.
 #pragma once
 
 #include <chrono>
 #include <mutex>
 #include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/search_status.h"
 
 namespace accelopt {
 
@@ -22,9 +29,25 @@ class Progress {
   /// Clears the live line before other output; safe to call any time.
   void Clear();
 
+  /// A loop group `loop_id` starts (a nested loop counts toward the outer one).
+  void SearchStarted(const std::string& loop_id, int64_t max_iterations);
+  /// Its iteration `iteration` (0-based) starts / finished.
+  void SearchIteration(int64_t iteration);
+  void SearchIterationFinished();
+  /// A for_each inside the loop starts with `total` items / finishes one item (a candidate evaluated).
+  void SearchItemsPlanned(int64_t total);
+  void SearchItemDone();
+  /// The loop's carry changed (its `best` map gives the best speedup so far).
+  void SearchCarry(const nlohmann::json& carry);
+  /// The loop group ended.
+  void SearchFinished();
+
  private:
   void Draw(const std::string& line);
+  std::string WithSearch(const std::string& text) const;  // "[search state] text" while a search runs
   bool live_;
+  int search_depth_ = 0;
+  SearchStatus search_;
   std::mutex mutex_;
   std::chrono::steady_clock::time_point start_;
   bool line_shown_ = false;

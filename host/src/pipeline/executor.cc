@@ -301,6 +301,7 @@ bool Executor::RunList(const std::vector<StageSpec>& list, const fs::path& dir, 
       context["outputs"] = record.outputs;
       try {
         for (const auto& [key, value] : spec.carry.items()) scope.context["carry"][key] = ResolveValue(value, context, spec.where);
+        progress_.SearchCarry(scope.context["carry"]);
       } catch (const StageError& error) {
         spdlog::error("{}: carry update failed: {}", spec.id, error.what());
         failed_ = true;
@@ -478,6 +479,8 @@ Executor::StageRecord Executor::RunForEach(const StageSpec& spec, const fs::path
   }
   const int64_t total = static_cast<int64_t>(items.size());
   progress_.StageStarted(spec.id, total);
+  const bool in_search = context.contains("loop");  // items of a loop's for_each are the search's candidates
+  if (in_search) progress_.SearchItemsPlanned(total);
   std::vector<json> outputs(items.size());
   std::atomic<size_t> next{0};
   std::atomic<int64_t> done{0};
@@ -521,6 +524,7 @@ Executor::StageRecord Executor::RunForEach(const StageSpec& spec, const fs::path
       } catch (const std::exception& error) {  // e.g. a symlink refused in the item's folder: this item fails, not the host
         fail(StageError("stage_error", error.what()));
       }
+      if (in_search) progress_.SearchItemDone();
       progress_.Item(spec.id, ++done, total, "");
     }
   };
@@ -574,11 +578,15 @@ Executor::StageRecord Executor::RunLoop(const StageSpec& spec, const fs::path& d
   }
   int64_t iteration = 0;
   json last = json::object();
+  progress_.SearchStarted(spec.id, max_iterations);
+  progress_.SearchCarry(scope.context["carry"]);
   for (; iteration < max_iterations && !Cancelled(); ++iteration) {
     scope.context["loop"] = {{"iteration", iteration}, {"max_iterations", max_iterations}, {"id", spec.id}};
     scope.context["iter"] = json::object();
     spdlog::info("loop {}: iteration {}/{}", spec.id, iteration + 1, max_iterations);
+    progress_.SearchIteration(iteration);
     bool ok = RunList(spec.body, dir / ("iter-" + std::to_string(iteration)), scope);
+    progress_.SearchIterationFinished();
     last = scope.context["iter"];
     run_dir_.WriteJson(dir / "carry.json", {{"iteration", iteration}, {"carry", scope.context["carry"]}});
     if (!ok) {
@@ -601,6 +609,7 @@ Executor::StageRecord Executor::RunLoop(const StageSpec& spec, const fs::path& d
       }
     }
   }
+  progress_.SearchFinished();
   // Stages of the loop body stay visible afterwards under stages.<id>.
   outer.context["stages"] = scope.context["stages"];
   record.outputs = {{"iterations", iteration}, {"carry", scope.context["carry"]}, {"last", last}};

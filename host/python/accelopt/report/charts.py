@@ -103,7 +103,7 @@ def grouped_bars(labels, series, title, xlabel, caption, value_format="{:.3g}"):
         axes.set_xlabel(xlabel)
         axes.set_title(title)
         axes.margins(x=0.14)
-        axes.legend(loc="lower right")
+        axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
         return _wrap(figure, caption)
     return _guard(draw)
 
@@ -142,7 +142,7 @@ def stacked_bars(labels, segments, title, xlabel, caption, markers=None, marker_
 def step_lines(series, title, xlabel, ylabel, caption, reference=None):
     """Best-so-far curves: ``series`` is [(name, xs, ys)], drawn as steps with a dot at each improvement."""
     def draw():
-        figure = _figure(8.5, 3.8)
+        figure = _figure(8.5, max(3.8, min(16.0, 0.9 + 0.16 * len(series) / (1 + len(series) // 24))))
         axes = figure.subplots()
         for k, (name, xs, ys) in enumerate(series):
             if not xs:
@@ -158,6 +158,6 @@ def step_lines(series, title, xlabel, ylabel, caption, reference=None):
         axes.set_title(title)
         axes.grid(True, axis="y", color="#e4e7ec")
         if len(series) > 1:
-            axes.legend(loc="center left", bbox_to_anchor=(1.01, 0.5))
+            axes.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), ncol=1 + len(series) // 24, fontsize=7)
         return _wrap(figure, caption)
     return _guard(draw)

@@ -55,7 +55,7 @@ def page_html(a, b, result, base_dir):
                         "Above 1 (dashed line): B is faster on that case.", reference=1.0, value_format="{:.3f}x",
                         colors=[charts.OK_COLOR if (v or 0) > 1 else charts.BEFORE for v in ratios])
     table_rows = [(markup.esc(r["problem"]), markup.esc(r["case_name"]), markup.fmt(r["a_ms"]), markup.fmt(r["b_ms"]),
-                   markup.fmt(r["ratio"], 4, "x")) for r in rows]
+                   markup.fmt_x(r["ratio"])) for r in rows]
     body += markup.table(["problem", "case", "A best ms", "B best ms", "A/B"], table_rows, numeric=(2, 3, 4))
     links = [markup.link(f"{label} report", markup.rel_href(s["report"], base_dir)) for label, s in (("A", a), ("B", b))
              if s.get("report")]

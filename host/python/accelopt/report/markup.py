@@ -36,7 +36,11 @@ def link(text, href):
 
 def rel_href(target, base_dir):
     """A relative, percent-encoded link from ``base_dir`` to the file ``target``."""
-    relative = os.path.relpath(os.path.abspath(target), os.path.abspath(base_dir))
+    target, base_dir = os.path.abspath(target), os.path.abspath(base_dir)
+    if target.startswith(base_dir + os.sep):  # the common case, without relpath's cost
+        relative = target[len(base_dir) + 1:]
+    else:
+        relative = os.path.relpath(target, base_dir)
     return "/".join(urllib.parse.quote(part) for part in relative.split(os.sep))
 
 
@@ -64,6 +68,13 @@ def fmt(value, digits=4, suffix=""):
     except (TypeError, ValueError):
         return esc(value)
     return esc(f"{number:.{digits}g}{suffix}")
+
+
+def fmt_x(value):
+    """A speedup as ``1.234x`` (``-`` for None)."""
+    if not isinstance(value, (int, float)):
+        return "-"
+    return esc(f"{float(value):.3f}x")
 
 
 def fmt_bytes(value):

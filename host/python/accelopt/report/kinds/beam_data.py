@@ -29,6 +29,9 @@ class BeamRun:
         self.report = run.json("optimize_report.json", {})
         self.records = run.jsonl("optimize/records.jsonl")
         self.records_by_id = {r.get("id"): r for r in self.records if r.get("id")}
+        self._by_case = collections.defaultdict(list)
+        for record in self.records:
+            self._by_case[record.get("case_name")].append(record)
         self.entries = {}  # candidate id -> beam/best entry (with metrics)
         for path in run.glob("stages/*/beam.json") + run.glob("stages/*/iter-*/*/beam.json"):
             for entry in _as_list(run.json(path, [])):
@@ -97,7 +100,7 @@ class BeamRun:
 
     def records_of(self, case_name):
         """The case's records in scoring order."""
-        return [r for r in self.records if r.get("case_name") == case_name]
+        return self._by_case.get(case_name, [])
 
     def progress(self, case_name):
         """(candidates evaluated, best speedup vs baseline so far) points, starting at (0, 1.0)."""

@@ -37,7 +37,7 @@ def speedup_section(data):
         badge = markup.badge(status, "ok" if status == "improved" else ("bad" if "failed" in status else "warn"))
         table_rows.append((markup.esc(row.get("problem", "")), markup.esc(row["case_name"]),
                            markup.fmt(row.get("original_latency_ms")), markup.fmt(row.get("best_latency_ms")),
-                           markup.fmt(row.get("speedup"), 4, "x"), markup.fmt(row.get("percent_of_peak_before"), 3, "%"),
+                           markup.fmt_x(row.get("speedup")), markup.fmt(row.get("percent_of_peak_before"), 3, "%"),
                            markup.fmt(row.get("percent_of_peak_after"), 3, "%"), markup.esc(row.get("peak_bound", "")),
                            badge, markup.esc(row.get("reason", ""))))
     body += markup.table(["problem", "case", "baseline ms", "best ms", "speedup", "% peak before", "% peak after", "bound",
@@ -149,7 +149,7 @@ def lineage_section(data, base_dir):
             steps.append((markup.esc(f"step {index} ({step.get('origin', '')})"),
                           _kernel_link(record.get("kernel"), base_dir, step.get("candidate", "?")),
                           markup.esc(plan + extra), markup.fmt(record.get("latency_ms")),
-                          markup.fmt(record.get("speedup"), 4, "x"), markup.fmt(record.get("speedup_vs_baseline"), 4, "x")))
+                          markup.fmt_x(record.get("speedup")), markup.fmt_x(record.get("speedup_vs_baseline"))))
         content = markup.table(["step", "kernel", "plan / move", "latency ms", "vs parent", "vs baseline"], steps,
                                numeric=(3, 4, 5))
         before = read_text(baseline.get("kernel", ""), "") if baseline.get("kernel") else ""
@@ -163,7 +163,7 @@ def lineage_section(data, base_dir):
         elif not history:
             content += markup.tag("p", markup.esc("The baseline is still the best kernel" +
                                                   (f": {row['reason']}." if row.get("reason") else ".")), class_="note")
-        summary = markup.tag("summary", markup.esc(f"{name}: {markup.fmt(row.get('speedup'), 4, 'x')} in {len(history)} step(s)"))
+        summary = markup.tag("summary", markup.esc(f"{name}: {markup.fmt_x(row.get('speedup'))} in {len(history)} step(s)"))
         parts.append(markup.tag("details", summary + content, open="open" if len(parts) < 3 else None))
     return Section("lineage", "Baseline → best: lineage and diff", "".join(parts))
 
@@ -190,7 +190,7 @@ def candidates_section(data, base_dir):
             plan = (record.get("plan") or {}).get("title") or ""
             rows.append((markup.esc(record.get("id", "?")), markup.esc(record.get("iteration", "")),
                          markup.esc(record.get("parent", "")), markup.esc(plan[:90]), outcome, markup.fmt(record.get("latency_ms")),
-                         markup.fmt(record.get("speedup_vs_baseline"), 4, "x"), " ".join(files),
+                         markup.fmt_x(record.get("speedup_vs_baseline")), " ".join(files),
                          markup.esc("" if ok else (error.get("message") or "")[:160])))
         if not rows:
             continue

@@ -1,0 +1,68 @@
+// search_status.h - the live state of a search loop for the progress line:
+// iteration, candidates evaluated of the (estimated) budget, best speedup so
+// far and an ETA (docs/reports.md, "Search progress").
+//
+// A loop group of a pipeline is a search. Candidates evaluated are the
+// for_each items finished inside its body (the optimize loop's profile
+// items). The budget is exact for the iterations seen so far and
+// extrapolated from the current one for the rest (marked "≈"). The best
+// speedup comes from the loop's carry `best` (case -> {latency_ms,
+// baseline_latency_ms or speedup_vs_baseline}), as the optimize loop carries it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace accelopt {
+
+class SearchStatus {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  /// A loop `id` with at most `max_iterations` iterations starts at `now`.
+  void Start(const std::string& id, int64_t max_iterations, Clock::time_point now);
+  /// Iteration `iteration` (0-based) starts.
+  void BeginIteration(int64_t iteration);
+  /// A for_each stage of the body starts with `total` items.
+  void ItemsPlanned(int64_t total);
+  /// One item of such a stage finished.
+  void ItemDone();
+  /// The loop's carry changed (its `best` gives the best speedup).
+  void Carry(const nlohmann::json& carry);
+  /// The current iteration finished.
+  void EndIteration();
+
+  const std::string& id() const { return id_; }
+  int64_t evaluated() const { return evaluated_; }
+  /// Candidates the whole loop is expected to evaluate; nullopt before any is planned.
+  std::optional<int64_t> Budget() const;
+  /// True when Budget() is exact (the last iteration's candidates are planned).
+  bool BudgetExact() const;
+  /// Best speedup over the baseline among the cases (max) and their geomean.
+  std::optional<double> best_speedup() const { return best_; }
+  std::optional<double> geomean_speedup() const { return geomean_; }
+  /// Seconds left: time per candidate so far times the candidates left.
+  std::optional<double> EtaSeconds(Clock::time_point now) const;
+  /// "optimize 2/16 · 17/≈1152 candidates · best 1.198x (geomean 1.164x) · ETA 12m30s".
+  std::string Line(Clock::time_point now) const;
+
+ private:
+  std::string id_;
+  int64_t max_iterations_ = 0;
+  int64_t iteration_ = 0;
+  int64_t evaluated_ = 0;
+  int64_t done_before_iteration_ = 0;  // items of the finished iterations
+  int64_t planned_this_iteration_ = 0;
+  int64_t last_iteration_items_ = 0;   // items of the last finished iteration
+  std::optional<double> best_, geomean_;
+  Clock::time_point started_{};
+};
+
+/// {"best", "geomean"} speedups from a carry's `best` map; nullopt fields when none.
+std::pair<std::optional<double>, std::optional<double>> BestSpeedups(const nlohmann::json& carry);
+
+}  // namespace accelopt

@@ -1,0 +1,61 @@
+// Tests for host/src/core/search_status: the search line of the live progress.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "core/search_status.h"
+
+using accelopt::SearchStatus;
+using nlohmann::json;
+
+TEST_CASE("the budget is exact where planned and extrapolated for later iterations", "[core][progress]") {
+  SearchStatus status;
+  auto t0 = SearchStatus::Clock::now();
+  status.Start("optimize", 3, t0);
+  status.BeginIteration(0);
+  CHECK_FALSE(status.Budget());
+  CHECK_THAT(status.Line(t0), Catch::Contains("optimize 1/3 · 0/? candidates"));
+  status.ItemsPlanned(4);
+  CHECK(*status.Budget() == 12);  // 4 now, 4 per later iteration
+  CHECK_FALSE(status.BudgetExact());
+  for (int i = 0; i < 4; ++i) status.ItemDone();
+  status.EndIteration();
+  status.BeginIteration(1);
+  CHECK(*status.Budget() == 12);  // not planned yet: as many as the last iteration
+  status.ItemsPlanned(10);
+  CHECK(*status.Budget() == 4 + 10 + 10);
+  for (int i = 0; i < 10; ++i) status.ItemDone();
+  status.EndIteration();
+  status.BeginIteration(2);
+  status.ItemsPlanned(6);
+  CHECK(*status.Budget() == 20);
+  CHECK(status.BudgetExact());
+  CHECK_THAT(status.Line(t0), Catch::Contains("3/3 · 14/20 candidates"));
+}
+
+TEST_CASE("the ETA is the time per candidate so far times the candidates left", "[core][progress]") {
+  SearchStatus status;
+  auto t0 = SearchStatus::Clock::now();
+  status.Start("optimize", 2, t0);
+  status.BeginIteration(0);
+  status.ItemsPlanned(5);
+  CHECK_FALSE(status.EtaSeconds(t0 + std::chrono::seconds(5)));  // nothing evaluated yet
+  for (int i = 0; i < 5; ++i) status.ItemDone();
+  // 5 candidates in 10 s, 5 more expected: 10 s left.
+  CHECK(*status.EtaSeconds(t0 + std::chrono::seconds(10)) == Approx(10.0));
+  CHECK_THAT(status.Line(t0 + std::chrono::seconds(10)), Catch::EndsWith("ETA 0m10s"));
+}
+
+TEST_CASE("the best speedup comes from the carry's best map", "[core][progress]") {
+  json carry = {{"best", {{"silu", {{"latency_ms", 0.04}, {"baseline_latency_ms", 0.05}}},
+                          {"adamw", {{"speedup_vs_baseline", 1.0}}},
+                          {"broken", "not an entry"}}}};
+  auto [best, geomean] = accelopt::BestSpeedups(carry);
+  CHECK(*best == Approx(1.25));
+  CHECK(*geomean == Approx(std::sqrt(1.25)));
+  CHECK_FALSE(accelopt::BestSpeedups(json::object()).first);
+  SearchStatus status;
+  status.Start("optimize", 1, SearchStatus::Clock::now());
+  status.Carry(carry);
+  CHECK_THAT(status.Line(SearchStatus::Clock::now()), Catch::Contains("best 1.250x (geomean 1.118x)"));
+}
