@@ -159,7 +159,8 @@ int RunCommand(const RunOptions& given, const std::vector<std::string>& argv) {
   std::unique_ptr<RunServices> services;
   try {
     services = StartRunServices(pipeline, *run_dir,
-                                ServiceOptions{options.workers, resume, options.neuron_cores, python_paths});
+                                ServiceOptions{options.workers, resume, options.neuron_cores, python_paths,
+                                               options.executor});
   } catch (const ConfigError& error) {
     PrintDiagnostics(error);
     record->Finish("failed", {{"kind", "config_error"}, {"message", error.what()}});

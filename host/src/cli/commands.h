@@ -22,6 +22,7 @@ struct RunOptions {
   int workers = 0;       // worker processes for untrusted candidates; 0 = default
   std::string neuron_cores;               // neuron backend: "0-31" etc.; "" = ACCELOPT_NEURON_CORES or neuron-ls
   std::vector<std::string> python_paths;  // extra sys.path folders (host and workers), added to python_path:
+  std::string executor;                   // "local" | "slurm" | "" (backend.executor, else local)
 };
 int RunCommand(const RunOptions& options, const std::vector<std::string>& argv);
 

@@ -116,6 +116,43 @@ std::unique_ptr<llm::ClientRegistry> StartLlm(const Pipeline& pipeline, const Ru
   return registry;
 }
 
+// Where workers run: `executor` (--executor) or backend.executor, and for
+// Slurm the srun settings of backend.slurm (docs/scale-out.md). Throws
+// ConfigError for an unknown executor or a malformed slurm block.
+void ConfigureExecutor(const Pipeline& pipeline, const std::string& executor, worker::PoolOptions& pool) {
+  const json& backend = pipeline.backend;
+  std::string chosen = executor;
+  if (chosen.empty() && backend.is_object()) chosen = backend.value("executor", std::string("local"));
+  if (chosen.empty()) chosen = "local";
+  SourceLocation where{pipeline.file.string(), 0, 0};
+  if (chosen != "local" && chosen != "slurm")
+    throw ConfigError(where, "backend.executor must be local or slurm, got '" + chosen + "'");
+  pool.config.executor = chosen;
+  if (chosen != "slurm") return;
+  pool.config.startup_timeout_s = 600;  // a job may wait in the queue
+  const json slurm = backend.is_object() ? backend.value("slurm", json::object()) : json::object();
+  if (!slurm.is_object()) throw ConfigError(where, "backend.slurm must be a mapping");
+  try {
+    auto text = [&slurm](const char* key) {
+      if (!slurm.contains(key) || slurm[key].is_null()) return std::string();
+      return slurm[key].is_string() ? slurm[key].get<std::string>() : slurm[key].dump();
+    };
+    pool.config.slurm.partition = text("partition");
+    pool.config.slurm.time = text("time");
+    pool.config.slurm.mem = text("mem");
+    pool.config.slurm.gres = text("gres");
+    if (slurm.contains("srun") && slurm["srun"].is_string()) pool.config.slurm.srun = slurm["srun"].get<std::string>();
+    if (slurm.contains("cpus_per_task")) pool.config.slurm.cpus_per_task = slurm["cpus_per_task"].get<int>();
+    if (slurm.contains("extra")) pool.config.slurm.extra = slurm["extra"].get<std::vector<std::string>>();
+  } catch (const json::exception& error) {
+    throw ConfigError(where, std::string("backend.slurm: ") + error.what() +
+                                 " (partition, time, mem, gres: strings; cpus_per_task: integer; extra: list of strings)");
+  }
+  spdlog::info("workers run as Slurm job steps (srun{}{})",
+               pool.config.slurm.partition.empty() ? "" : " --partition=" + pool.config.slurm.partition,
+               pool.config.slurm.gres.empty() ? "" : " --gres=" + pool.config.slurm.gres);
+}
+
 }  // namespace
 
 std::unique_ptr<RunServices> StartRunServices(const Pipeline& pipeline, const RunDirectory& run_dir,
@@ -138,6 +175,7 @@ std::unique_ptr<RunServices> StartRunServices(const Pipeline& pipeline, const Ru
   pool.config.scratch_root = EnsurePrivateDir(run_dir.path(), "workers").string();
   pool.config.python_paths = options.python_paths;  // python_path: and --python-path reach the workers too
   pool.neuron_cores = options.neuron_cores;
+  ConfigureExecutor(pipeline, options.executor, pool);
   services->workers_ = std::make_unique<worker::ScopedWorkerPool>(pool);
   return services;
 }

@@ -16,6 +16,7 @@ struct ServiceOptions {
   bool resume = false;  // reuse LLM replies from the run's transcript
   std::string neuron_cores;               // neuron pool: NeuronCores ("" = ACCELOPT_NEURON_CORES or neuron-ls)
   std::vector<std::string> python_paths;  // sys.path folders for the workers (python_path: and --python-path)
+  std::string executor;                   // "local" | "slurm"; "" = backend.executor of the pipeline, else local
 };
 
 /// Holds the services for the lifetime of one run; the destructor

@@ -221,7 +221,8 @@ nlohmann::json ScopedWorkerPool::Summary() const {
   summary.update({{"workers", workers},          {"calls", total.calls},     {"spawned", total.spawned},
                   {"timeouts", total.timeouts},  {"crashes", total.crashes}, {"retries", total.retries},
                   {"restarts", total.restarts},  {"sandbox_warnings", warnings},
-                  {"backend", backends.size() == 1 ? nlohmann::json(backends[0]) : nlohmann::json(backends)}});
+                  {"backend", backends.size() == 1 ? nlohmann::json(backends[0]) : nlohmann::json(backends)},
+                  {"executor", state_->options.config.executor}});
   return summary;
 }
 

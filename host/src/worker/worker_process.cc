@@ -56,6 +56,22 @@ const char* const kNeuronEnv[] = {"LD_LIBRARY_PATH", "VIRTUAL_ENV"};
 
 }  // namespace
 
+std::vector<std::string> SlurmCommand(const SlurmOptions& slurm, int id, const std::vector<std::string>& worker_argv) {
+  std::vector<std::string> argv = {slurm.srun, "--quiet", "--unbuffered", "--nodes=1", "--ntasks=1",
+                                   "--kill-on-bad-exit=1", "--job-name=accelopt-w" + std::to_string(id),
+                                   "--cpus-per-task=" + std::to_string(std::max(1, slurm.cpus_per_task))};
+  if (!slurm.partition.empty()) argv.push_back("--partition=" + slurm.partition);
+  if (!slurm.time.empty()) argv.push_back("--time=" + slurm.time);
+  if (!slurm.mem.empty()) argv.push_back("--mem=" + slurm.mem);
+  if (!slurm.gres.empty()) argv.push_back("--gres=" + slurm.gres);
+  argv.insert(argv.end(), slurm.extra.begin(), slurm.extra.end());
+  // The worker answers on fd 3 and logs on fd 1/2; srun relays stdout and
+  // stderr, so a shell points fd 3 at stdout and stdout at stderr.
+  argv.insert(argv.end(), {"/bin/sh", "-c", "exec 3>&1 1>&2; exec \"$@\"", "accelopt-worker"});
+  argv.insert(argv.end(), worker_argv.begin(), worker_argv.end());
+  return argv;
+}
+
 std::vector<std::string> WorkerEnvironment(const WorkerConfig& config, int id, const std::string& scratch) {
   std::vector<std::string> env;
   const bool neuron = config.backend == "neuron";
@@ -153,9 +169,11 @@ void WorkerProcess::Start() {
   MakePipe(replies);
   MakePipe(logs);
 
+  const bool slurm = config_.executor == "slurm";
   std::string executable = config_.executable.empty() ? SelfExecutable() : config_.executable;
+  // Under Slurm the worker's parent is slurmstepd, not this process: no parent check.
   std::vector<std::string> args = {executable, "worker", "--id", std::to_string(id_), "--parent",
-                                   std::to_string(getpid()), "--scratch", Scratch(), "--memory",
+                                   slurm ? "0" : std::to_string(getpid()), "--scratch", Scratch(), "--memory",
                                    std::to_string(config_.memory_bytes), "--cpu", std::to_string(config_.cpu_seconds)};
   for (const auto& path : config_.python_paths) {
     args.push_back("--python-path");
@@ -165,6 +183,13 @@ void WorkerProcess::Start() {
   args.push_back("--backend");
   args.push_back(config_.backend);
   std::vector<std::string> env = WorkerEnvironment(config_, id_, Scratch());
+  if (slurm) {
+    args = SlurmCommand(config_.slurm, id_, args);
+    for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+      std::string text = *entry;  // srun's own settings (SLURM_CONF, ...)
+      if (text.rfind("SLURM_", 0) == 0) env.push_back(text);
+    }
+  }
   std::vector<char*> argv, envp;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -174,10 +199,16 @@ void WorkerProcess::Start() {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, requests[0], 0);
-  posix_spawn_file_actions_adddup2(&actions, logs[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, logs[1], 2);
-  posix_spawn_file_actions_adddup2(&actions, replies[1], 3);
-  posix_spawn_file_actions_addclosefrom_np(&actions, 4);
+  if (slurm) {  // srun relays stdin, stdout and stderr only: replies travel on stdout
+    posix_spawn_file_actions_adddup2(&actions, replies[1], 1);
+    posix_spawn_file_actions_adddup2(&actions, logs[1], 2);
+    posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+  } else {
+    posix_spawn_file_actions_adddup2(&actions, logs[1], 1);
+    posix_spawn_file_actions_adddup2(&actions, logs[1], 2);
+    posix_spawn_file_actions_adddup2(&actions, replies[1], 3);
+    posix_spawn_file_actions_addclosefrom_np(&actions, 4);
+  }
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   sigset_t all, none;
@@ -188,7 +219,8 @@ void WorkerProcess::Start() {
   posix_spawnattr_setpgroup(&attr, 0);  // own process group: killed as a whole
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
   pid_t pid = -1;
-  int rc = posix_spawn(&pid, executable.c_str(), &actions, &attr, argv.data(), envp.data());
+  int rc = slurm ? posix_spawnp(&pid, args[0].c_str(), &actions, &attr, argv.data(), envp.data())
+                 : posix_spawn(&pid, executable.c_str(), &actions, &attr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   close(requests[0]);
@@ -198,7 +230,7 @@ void WorkerProcess::Start() {
     close(requests[1]);
     close(replies[0]);
     close(logs[0]);
-    throw std::runtime_error("cannot start worker " + std::to_string(id_) + " (" + executable + "): " + std::strerror(rc));
+    throw std::runtime_error("cannot start worker " + std::to_string(id_) + " (" + args[0] + "): " + std::strerror(rc));
   }
   pid_ = pid;
   to_worker_ = requests[1];
@@ -290,6 +322,12 @@ int WorkerProcess::Reap() {
 }
 
 void WorkerProcess::Kill() {
+  if (pid_ > 0 && config_.executor == "slurm") {
+    // srun cancels its job step on SIGTERM; SIGKILL would leave the step to
+    // notice the lost connection by itself.
+    kill(pid_, SIGTERM);
+    for (int i = 0; i < 50 && waitpid(pid_, nullptr, WNOHANG) == 0; ++i) usleep(100 * 1000);
+  }
   if (pid_ > 0) {
     kill(-pid_, SIGKILL);
     kill(pid_, SIGKILL);

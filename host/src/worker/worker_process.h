@@ -26,6 +26,24 @@ namespace accelopt::worker {
 /// (docs/benchmarks/emulator-speed.txt), and address space runs above RSS.
 uint64_t DefaultWorkerMemoryBytes();
 
+/// Where a worker runs when WorkerConfig::executor is "slurm": as one Slurm
+/// job step started with srun (docs/scale-out.md). Empty fields are left to
+/// the cluster's defaults.
+struct SlurmOptions {
+  std::string partition;           ///< --partition
+  std::string time;                ///< --time (Slurm's formats, e.g. "30", "2:00:00")
+  int cpus_per_task = 1;           ///< --cpus-per-task
+  std::string mem;                 ///< --mem (e.g. "8G")
+  std::string gres;                ///< --gres (e.g. "neuron:1", "gpu:1")
+  std::vector<std::string> extra;  ///< more srun arguments, as given
+  std::string srun = "srun";       ///< the srun executable (PATH is searched)
+};
+
+/// srun's command line for worker `id` running `worker_argv`: the worker
+/// speaks the usual protocol through srun's stdin (requests), stdout
+/// (replies: a shell moves the worker's fd 3 there) and stderr (logs).
+std::vector<std::string> SlurmCommand(const SlurmOptions& slurm, int id, const std::vector<std::string>& worker_argv);
+
 /// How workers are started (shared by every worker of a pool).
 struct WorkerConfig {
   std::string executable;                ///< binary with the `worker` subcommand; "" = this one
@@ -40,6 +58,8 @@ struct WorkerConfig {
   /// neuron: the NeuronCore of each worker (worker k, and any respawn of
   /// it, gets NEURON_RT_VISIBLE_CORES=neuron_cores[k]); empty = inherit.
   std::vector<int> neuron_cores;
+  std::string executor = "local";        ///< "local" (a child process) or "slurm" (a job step through srun)
+  SlurmOptions slurm;                    ///< for executor "slurm"
 };
 
 /// Outcome of one request.

@@ -28,7 +28,7 @@ TEST_CASE("a value outside a closed set exits 2 at validate time", "[cli][valida
   const std::string pipeline = SourcePath("pipelines/nkibench-profile.yaml").string();
   auto result = RunHost({"validate", pipeline, "--set", "vars.cases=smal", "--set", "backend.target=trn3"});
   CHECK(result.exit_code == 2);
-  CHECK_THAT(result.output, Catch::Contains(pipeline + ":32:14: error: parameter 'cases' of native:nkibench_load must be one of "
+  CHECK_THAT(result.output, Catch::Contains(pipeline + ":34:14: error: parameter 'cases' of native:nkibench_load must be one of "
                                                        "full, small, all, got \"smal\" (did you mean 'small'?) (from ${{ vars.cases }})"));
   CHECK_THAT(result.output, Catch::Contains("parameter 'target' of lua:lua/summary_table.lua must be one of trn1, trn2, got \"trn3\""));
 }
