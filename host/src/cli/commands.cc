@@ -160,7 +160,7 @@ int RunCommand(const RunOptions& given, const std::vector<std::string>& argv) {
   try {
     services = StartRunServices(pipeline, *run_dir,
                                 ServiceOptions{options.workers, resume, options.neuron_cores, python_paths,
-                                               options.executor});
+                                               options.executor, options.gpus});
   } catch (const ConfigError& error) {
     PrintDiagnostics(error);
     record->Finish("failed", {{"kind", "config_error"}, {"message", error.what()}});

@@ -23,6 +23,7 @@ struct RunOptions {
   std::string neuron_cores;               // neuron backend: "0-31" etc.; "" = ACCELOPT_NEURON_CORES or neuron-ls
   std::vector<std::string> python_paths;  // extra sys.path folders (host and workers), added to python_path:
   std::string executor;                   // "local" | "slurm" | "" (backend.executor, else local)
+  std::string gpus;                       // "0-3" | "auto" | "": one worker per GPU (CUDA_VISIBLE_DEVICES)
 };
 int RunCommand(const RunOptions& options, const std::vector<std::string>& argv);
 

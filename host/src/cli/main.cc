@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   run_cmd->add_option("--executor", run.executor, "Where workers run: local (child processes) or slurm (job steps through srun; docs/scale-out.md); default backend.executor, else local")
       ->check(CLI::IsMember({"local", "slurm"}));
+  run_cmd->add_option("--gpus", run.gpus, "GPUs for the workers, e.g. 0-3, or auto (nvidia-smi): one worker each, pinned with CUDA_VISIBLE_DEVICES");
   run_cmd->add_option("--neuron-cores", run.neuron_cores, "NeuronCores for the neuron backend, e.g. 0-31 (default: ACCELOPT_NEURON_CORES, else neuron-ls); one worker each");
   run_cmd->add_option("--python-path", run.python_paths, "Folder to add to the embedded Python's sys.path (host and workers); repeatable")
       ->check(CLI::ExistingDirectory);

@@ -8,6 +8,7 @@
 #include "llm/llm_error.h"
 #include "llm/usage_ledger.h"
 #include "plugin/host_services.h"
+#include "python/interpreter.h"
 #include "worker/isolated_call.h"
 
 namespace accelopt::cli {
@@ -176,6 +177,15 @@ std::unique_ptr<RunServices> StartRunServices(const Pipeline& pipeline, const Ru
   pool.config.python_paths = options.python_paths;  // python_path: and --python-path reach the workers too
   pool.neuron_cores = options.neuron_cores;
   ConfigureExecutor(pipeline, options.executor, pool);
+  if (!options.gpus.empty()) {
+    try {
+      json found = python::CallJson("accelopt.backends.gpus", "discover", options.gpus);
+      pool.config.gpu_devices = found.value("gpus", std::vector<int>{});
+      spdlog::info("GPUs: {} from {}, one worker each", pool.config.gpu_devices.size(), found.value("source", "?"));
+    } catch (const python::PythonError& error) {
+      throw ConfigError(SourceLocation{pipeline.file.string(), 0, 0}, std::string("--gpus: ") + error.what());
+    }
+  }
   services->workers_ = std::make_unique<worker::ScopedWorkerPool>(pool);
   return services;
 }

@@ -17,6 +17,7 @@ struct ServiceOptions {
   std::string neuron_cores;               // neuron pool: NeuronCores ("" = ACCELOPT_NEURON_CORES or neuron-ls)
   std::vector<std::string> python_paths;  // sys.path folders for the workers (python_path: and --python-path)
   std::string executor;                   // "local" | "slurm"; "" = backend.executor of the pipeline, else local
+  std::string gpus;                       // "0-3" | "auto" (nvidia-smi) | "" (no GPU pinning)
 };
 
 /// Holds the services for the lifetime of one run; the destructor

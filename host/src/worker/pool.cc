@@ -27,7 +27,11 @@ CallLimits ParseLimits(const nlohmann::json& limits) {
 
 WorkerPool::WorkerPool(PoolOptions options) : options_(std::move(options)) {
   int count = options_.workers > 0 ? options_.workers : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  // One worker per NeuronCore (fewer when --workers asks for fewer).
+  // One worker per GPU / per NeuronCore (fewer when --workers asks for fewer).
+  const auto& gpus = options_.config.gpu_devices;
+  if (!gpus.empty())
+    count = options_.workers > 0 ? std::min<int>(options_.workers, static_cast<int>(gpus.size()))
+                                 : static_cast<int>(gpus.size());
   const auto& cores = options_.config.neuron_cores;
   if (options_.config.backend == "neuron" && !cores.empty())
     count = options_.workers > 0 ? std::min<int>(options_.workers, static_cast<int>(cores.size()))

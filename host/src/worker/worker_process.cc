@@ -92,6 +92,10 @@ std::vector<std::string> WorkerEnvironment(const WorkerConfig& config, int id, c
       env.push_back("NEURON_RT_VISIBLE_CORES=" + std::to_string(core));
     }
   }
+  if (!config.gpu_devices.empty()) {
+    int gpu = config.gpu_devices[static_cast<size_t>(id) % config.gpu_devices.size()];
+    env.push_back("CUDA_VISIBLE_DEVICES=" + std::to_string(gpu));
+  }
   env.push_back("HOME=" + scratch);
   env.push_back("TMPDIR=" + scratch);
   if (config.single_thread_math) {

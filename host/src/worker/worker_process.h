@@ -58,6 +58,8 @@ struct WorkerConfig {
   /// neuron: the NeuronCore of each worker (worker k, and any respawn of
   /// it, gets NEURON_RT_VISIBLE_CORES=neuron_cores[k]); empty = inherit.
   std::vector<int> neuron_cores;
+  /// GPUs (worker k gets CUDA_VISIBLE_DEVICES=gpu_devices[k]); empty = inherit nothing.
+  std::vector<int> gpu_devices;
   std::string executor = "local";        ///< "local" (a child process) or "slurm" (a job step through srun)
   SlurmOptions slurm;                    ///< for executor "slurm"
 };
@@ -141,7 +143,8 @@ class WorkerProcess {
 /// settings from an allow-list (never API keys or PYTHON*), a private
 /// HOME/TMPDIR = `scratch`, one BLAS thread; for a neuron worker also
 /// NEURON_*, LD_LIBRARY_PATH, VIRTUAL_ENV and NEURON_RT_VISIBLE_CORES =
-/// config.neuron_cores[id] ("NAME=value" entries).
+/// config.neuron_cores[id]; with config.gpu_devices, CUDA_VISIBLE_DEVICES =
+/// gpu_devices[id] ("NAME=value" entries).
 std::vector<std::string> WorkerEnvironment(const WorkerConfig& config, int id, const std::string& scratch);
 
 /// Parses "4G", "512M", "1.5G", "1048576" (bytes; K/M/G/T are powers of

@@ -100,6 +100,9 @@ TEST_CASE("a neuron worker is pinned to its NeuronCore and sees no secrets", "[w
   auto emulator_env = WorkerEnvironment(config, 1, "/tmp/scratch");
   unsetenv("NEURON_CC_FLAGS");
   CHECK(std::find(emulator_env.begin(), emulator_env.end(), "NEURON_CC_FLAGS=--auto-cast=none") == emulator_env.end());
+  config.gpu_devices = {2, 3};  // one worker per GPU
+  auto gpu_env = WorkerEnvironment(config, 1, "/tmp/scratch");
+  CHECK(std::find(gpu_env.begin(), gpu_env.end(), "CUDA_VISIBLE_DEVICES=3") != gpu_env.end());
 }
 
 TEST_CASE("neuron workers: the device's latency, a clean scratch, no stray process, no program outside the allow-list",

@@ -206,3 +206,19 @@ def test_hardware_profile_paths():
         assert hardware_profile.extra_paths()["read"] == [SDK_228]
     finally:
         del os.environ["ACCELOPT_SANDBOX_READ"]
+
+
+def test_gpu_lists_and_nvidia_smi():
+    from accelopt.backends import gpus
+    assert gpus.parse_nvidia_smi("1\n0\n\n") == [0, 1]
+    for bad in ("", "GPU 0"):
+        try:
+            gpus.parse_nvidia_smi(bad)
+        except ValueError:
+            continue
+        raise AssertionError(f"accepted {bad!r}")
+    assert gpus.discover("2,3") == {"gpus": [2, 3], "source": "configured (2,3)"}
+    standin = os.path.join(REPO, "tests", "fixtures", "gpu", "bin")
+    found = _child("from accelopt.backends import gpus; print(json.dumps(gpus.discover('auto')))", [],
+                   {"PATH": standin + os.pathsep + os.environ.get("PATH", ""), "STANDIN_GPUS": "3"})
+    assert found["gpus"] == [0, 1, 2] and "nvidia-smi" in found["source"]
