@@ -1,0 +1,44 @@
+#include "stage_files.h"
+
+#include <cctype>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace accelopt_optimize {
+
+using accelopt::sdk::StageFailure;
+
+std::string ReadText(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw StageFailure("io_error", "cannot read " + path.string());
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+void WriteText(const fs::path& path, const std::string& text) {
+  accelopt::sdk::WriteFile(path, text);  // atomic and checked: a reader never sees half a file
+}
+
+void WriteJson(const fs::path& path, const json& value) { WriteText(path, value.dump(2) + "\n"); }
+
+void AppendJsonLine(const fs::path& path, const json& value) {
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  std::error_code ec;
+  if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);
+  std::ofstream out(path, std::ios::app);
+  out << value.dump() << "\n";
+  if (!out) throw accelopt::sdk::StageFailure("io_error", "cannot append to " + path.string());
+}
+
+std::string SafeName(const std::string& text) {
+  std::string out;
+  for (char c : text) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-') ? c : '_';
+  return out;
+}
+
+}  // namespace accelopt_optimize
