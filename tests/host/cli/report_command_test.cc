@@ -32,7 +32,7 @@ void CheckPage(const fs::path& page) {
 
 }  // namespace
 
-TEST_CASE("runs write report.html and the index; report, runs, runs show and compare read them", "[cli][report][e2e]") {
+TEST_CASE("runs write report.html and the index read by report and runs and compare", "[cli][report][e2e]") {
   TempDir dir;
   const fs::path root = dir.path() / "runs";
   auto profile = RunHost({"run", SourcePath("pipelines/nkibench-profile.yaml").string(), "--set", "vars.cases=small",

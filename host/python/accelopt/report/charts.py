@@ -8,6 +8,7 @@ pyplot state), so charts can be drawn from any thread holding the GIL.
 """
 import itertools
 import math
+import warnings
 
 from . import markup
 from . import svg
@@ -53,7 +54,9 @@ def _guard(draw):
     if missing:
         return markup.tag("p", markup.esc(missing), class_="note")
     try:
-        return draw()
+        with warnings.catch_warnings():  # layout hints from matplotlib are not the run's warnings
+            warnings.simplefilter("ignore")
+            return draw()
     except Exception as error:  # noqa: BLE001 - one bad chart must not cost the page
         return markup.tag("p", markup.esc(f"chart failed: {type(error).__name__}: {error}"), class_="warning")
 

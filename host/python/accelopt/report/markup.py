@@ -51,7 +51,8 @@ def table(headers, rows, numeric=(), class_=None):
     for row in rows:
         cells = "".join(tag("td", cell, class_="num" if i in numeric else None) for i, cell in enumerate(row))
         body.append(tag("tr", cells))
-    return tag("table", tag("thead", tag("tr", head)) + tag("tbody", "".join(body)), class_=class_)
+    thead = tag("thead", tag("tr", head)) if any(headers) else ""  # all-empty headers: a key/value table
+    return tag("table", thead + tag("tbody", "".join(body)), class_=class_)
 
 
 def badge(text, kind):
