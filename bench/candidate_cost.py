@@ -13,6 +13,9 @@ Usage: /usr/bin/python3.11 bench/candidate_cost.py [NKIBENCH_DIR] [--build DIR] 
 * ``ad hoc``: ``accelopt-host profile KERNEL --reference REF --json`` from
   the build, cold (a fresh host and worker; defaults: worker isolation,
   5 seeds + 1 hidden set), wall time; its ``timings`` show where the time went.
+  A problem whose worker needs more than the default 4 GiB address space (six
+  outputs of 1 GiB: bmm, bmm_softmax) is reported as out_of_memory and run
+  again with ``--memory-limit`` (default 16G), marked "*".
 * ``search``: ``accelopt-bench-worker search`` (bench/worker_bench.cc): the
   same candidate through a warm 1-worker pool after one untimed call (cached
   published draws, worker started), ``--search`` calls one after another (the
@@ -79,11 +82,13 @@ def reference_seconds(reference):
     return json.loads(done.stdout.strip().splitlines()[-1])["ref_s"]
 
 
-def adhoc(build, kernel, reference, rel_tol):
+def adhoc(build, kernel, reference, rel_tol, memory_limit=None):
     """(wall s, result dict) of one cold `accelopt-host profile --json`."""
     cmd = [os.path.join(build, "accelopt-host"), "profile", kernel, "--reference", reference, "--json"]
     if rel_tol:
         cmd += ["--rel-tol", str(rel_tol)]
+    if memory_limit:
+        cmd += ["--memory-limit", memory_limit]
     start = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.perf_counter() - start
@@ -120,6 +125,7 @@ def main():
     parser.add_argument("--no-adhoc", action="store_true")
     parser.add_argument("--no-search", action="store_true")
     parser.add_argument("--json", default="", help="also write every measurement to this file")
+    parser.add_argument("--memory-limit", default="16G", help="ad hoc retry's worker memory after out_of_memory")
     args = parser.parse_args()
     problems = [p for p in args.problems.split(",") if p]
     rows = []
@@ -129,6 +135,10 @@ def main():
         row = {"problem": problem, "ref_s": reference_seconds(reference)}
         if not args.no_adhoc:
             wall, result = adhoc(args.build, kernel, reference, rel_tol)
+            if (result.get("error") or {}).get("kind") == "out_of_memory" and args.memory_limit:
+                row["adhoc_default_limit"] = {"s": wall, "error": result["error"]}
+                wall, result = adhoc(args.build, kernel, reference, rel_tol, args.memory_limit)
+                row["adhoc_memory_limit"] = args.memory_limit
             row.update(adhoc_s=wall, adhoc_correct=result.get("correct"), adhoc_error=result.get("error"),
                        adhoc_timings=result.get("timings", {}))
         if not args.no_search:
@@ -148,7 +158,8 @@ def main():
         if isinstance(row.get("search"), dict) and row["search"].get("error"):
             where += f" SEARCH ERROR {row['search']['error'][-120:]}"
         rss = t.get("worker_peak_rss_mb")
-        print(f"{problem:24s} {_fmt(ref, 7, 2)} {_fmt(row.get('adhoc_s'), 8, 2)} "
+        mark = "*" if "adhoc_memory_limit" in row else " "
+        print(f"{problem:23s}{mark} {_fmt(ref, 7, 2)} {_fmt(row.get('adhoc_s'), 8, 2)} "
               f"{_fmt(row['adhoc_s'] / ref if 'adhoc_s' in row else None, 6)} {_fmt(row.get('search_s'), 8, 2)} "
               f"{_fmt(row['search_s'] / ref if 'search_s' in row else None, 6)} "
               f"{_fmt(row.get('candidates_per_hour'), 7, 0)} {_fmt(rss, 7, 0)}  {where}", flush=True)

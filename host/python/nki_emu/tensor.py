@@ -509,6 +509,17 @@ def _member_view(member, lay):
                       strides=tuple(s * size for s in lay.strides))
 
 
+def _stack_members(members, lay):
+    """A fresh (S,) + lay.shape array of every member's view of ``lay`` (one copy)."""
+    first = members[0]
+    out = np.empty((len(members),) + lay.shape, first.dtype)
+    size = first.itemsize
+    offset, strides = lay.offset * size, tuple(s * size for s in lay.strides)
+    for index, member in enumerate(members):
+        out[index] = np.ndarray(lay.shape, member.dtype, buffer=member, offset=offset, strides=strides)
+    return out
+
+
 def values(t):
     """Current values of tensor or view ``t`` as a NumPy array of shape (S,) + t.shape:
     a view of the storage for roots and affine views, a copy for gathers and for the
@@ -531,7 +542,7 @@ def values(t):
         else:
             data = _data_of(root)
             if type(data) is Members:
-                return np.stack([_member_view(m, lay) for m in data])
+                return _stack_members(data, lay)
         return _strided(data, lay, data.size // data.shape[0])
     return _gathered(t)
 
