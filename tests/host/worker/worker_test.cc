@@ -262,6 +262,17 @@ TEST_CASE("profile --isolation worker enforces --timeout and checks --memory-lim
   INFO(good.output);
   CHECK(good.exit_code == 0);
   CHECK(good.output.find("correct:   yes") != std::string::npos);
+  // --json reports where the time went (ms); the six input sets shared one traced kernel call.
+  auto timed = accelopt::testing::RunHost({"profile", kFixtures + "/kernel_good.py", "--reference",
+                                           kFixtures + "/ref_tiny.py", "--backend", "emulator", "--json"});
+  INFO(timed.output);
+  REQUIRE(timed.exit_code == 0);
+  json timings = json::parse(timed.output.substr(timed.output.find('{')))["timings"];
+  for (const char* key : {"load_ms", "validate_ms", "draw_ms", "run_ms", "trace_replay_ms", "judge_ms", "transfer_ms",
+                          "total_ms"})
+    CHECK(timings[key].is_number());
+  CHECK(timings["batched"] == true);
+  CHECK(timings["passes"].size() == 1);
   auto bad = accelopt::testing::RunHost({"profile", kFixtures + "/kernel_good.py", "--reference",
                                          kFixtures + "/ref_tiny.py", "--memory-limit", "lots"});
   CHECK(bad.exit_code == 2);
