@@ -60,6 +60,8 @@ def test_hidden_sets_are_fresh_secret_draws_and_spares_serve_one_call_each():
     assert not spare
     fourth, spare = spares.take(reference, "k", seeds | {0})
     assert fourth.seed not in (first.seed, second.seed, third.seed)
+    draws.settle()  # every queued reference and spare is done
+    assert fourth.reference_ms is not None
     spares.clear()
 
 

@@ -185,6 +185,12 @@ def discard(call):
         return _states.pop(call.get("token"), None) is not None
 
 
+def settle(_call=None):
+    """Waits for the background work prepared calls started (reference outputs, hidden
+    sets drawn ahead); returns None. For benchmarks that time the workers alone."""
+    draws.settle()
+
+
 def pending(_call=None):
     """Number of prepared calls not yet finished or discarded (for tests)."""
     with _states_lock:
