@@ -14,8 +14,9 @@ Usage: /usr/bin/python3.11 bench/candidate_cost.py [NKIBENCH_DIR] [--build DIR] 
   the build, cold (a fresh host and worker; defaults: worker isolation,
   5 seeds + 1 hidden set), wall time; its ``timings`` show where the time went.
   A problem whose worker needs more than the default 4 GiB address space (six
-  outputs of 1 GiB: bmm, bmm_softmax) is reported as out_of_memory and run
-  again with ``--memory-limit`` (default 16G), marked "*".
+  outputs of 1 GiB: bmm, bmm_softmax; lora) fails with out_of_memory (or the
+  worker's std::bad_alloc) and runs again with ``--memory-limit`` (default
+  16G), marked "*".
 * ``search``: ``accelopt-bench-worker search`` (bench/worker_bench.cc): the
   same candidate through a warm 1-worker pool after one untimed call (cached
   published draws, worker started), ``--search`` calls one after another (the
@@ -135,7 +136,8 @@ def main():
         row = {"problem": problem, "ref_s": reference_seconds(reference)}
         if not args.no_adhoc:
             wall, result = adhoc(args.build, kernel, reference, rel_tol)
-            if (result.get("error") or {}).get("kind") == "out_of_memory" and args.memory_limit:
+            error = result.get("error") or {}
+            if args.memory_limit and (error.get("kind") == "out_of_memory" or "bad_alloc" in str(error.get("message"))):
                 row["adhoc_default_limit"] = {"s": wall, "error": result["error"]}
                 wall, result = adhoc(args.build, kernel, reference, rel_tol, args.memory_limit)
                 row["adhoc_memory_limit"] = args.memory_limit
