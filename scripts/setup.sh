@@ -48,3 +48,15 @@ if [[ -w /usr/local/bin ]]; then
 else
   echo "setup: add $PWD/$BUILD_DIR to PATH to call accelopt-host"
 fi
+
+# The emulator's neuron-profile stand-in (docs/nki-emulator.md, "Running the peers' harnesses
+# unmodified") goes to $BUILD_DIR/emu-bin, and to /usr/local/bin only where no real
+# neuron-profile is installed; it hands real NEFFs to the next neuron-profile on PATH anyway.
+mkdir -p "$BUILD_DIR/emu-bin"
+ln -sf "$PWD/scripts/neuron-profile" "$BUILD_DIR/emu-bin/neuron-profile"
+if ! command -v neuron-profile >/dev/null 2>&1 && [[ ! -x /opt/aws/neuron/bin/neuron-profile && -w /usr/local/bin ]]; then
+  ln -sf "$PWD/scripts/neuron-profile" /usr/local/bin/neuron-profile
+  echo "setup: neuron-profile (emulator stand-in) -> $PWD/scripts/neuron-profile"
+else
+  echo "setup: emulator neuron-profile stand-in in $PWD/$BUILD_DIR/emu-bin (prepend it to PATH for AccelOpt's harness)"
+fi

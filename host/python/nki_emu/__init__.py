@@ -15,6 +15,7 @@ package cites docs/nki-facts.md (the NKI and Trainium facts, with their public s
 """
 import functools
 import inspect
+import os
 import threading
 import types
 
@@ -308,16 +309,34 @@ def jit(func=None, mode="auto", **options):
     return JitKernel(func, mode, **options)
 
 
-def baremetal(kernel=None, **options):
-    """``nki.baremetal(kernel, save_neff_name=..., ...)``: returns a callable that runs the
-    kernel in the emulator and keeps the estimated profile in ``.last_profile``."""
+def baremetal(kernel=None, save_neff_name=None, save_trace_name=None, additional_compile_opt=None,
+              platform_target=None, artifacts_dir=None):
+    """``nki.baremetal(kernel, save_neff_name=..., save_trace_name=..., additional_compile_opt=...,
+    platform_target=...)``: returns a callable that runs the kernel in the emulator (traced),
+    keeps the estimated profile in ``.last_profile`` and, as the device would, writes a NEFF
+    stand-in to ``save_neff_name`` and an NTFF stand-in carrying the profile to
+    ``save_trace_name`` (``nki_emu.profile_files``; ``scripts/neuron-profile`` reads them).
+
+    ``platform_target``: "trn1"/"trn2" (or "gen2"/"gen3"); default
+    ``NEURON_PLATFORM_TARGET_OVERRIDE``, else trn1 (``profile_files.target_of``; ValueError
+    otherwise). ``additional_compile_opt`` is recorded in the NEFF stand-in. Relative file
+    names are placed in ``artifacts_dir`` when given. Raises what :func:`run` raises."""
     if kernel is None:
-        return lambda k: baremetal(k, **options)
-    target = options.get("platform_target", "trn1")
+        return lambda k: baremetal(k, save_neff_name, save_trace_name, additional_compile_opt, platform_target,
+                                   artifacts_dir)
+    from . import profile_files
+    target = profile_files.target_of(platform_target)
+
+    def _place(name):
+        return os.path.join(artifacts_dir, name) if (name and artifacts_dir and not os.path.isabs(name)) else name
 
     def call(*args):
-        result = run(kernel, args, target=target if target in TARGETS else "trn1")
+        result = run(kernel, args, target=target)
         call.last_profile = result.profile
+        if save_neff_name or save_trace_name:
+            profile_files.write(_place(save_neff_name), _place(save_trace_name), result.profile,
+                                getattr(_kernel_function(kernel), "__name__", "kernel"), target,
+                                additional_compile_opt)
         return result.outputs
 
     call.last_profile = None
@@ -358,9 +377,15 @@ def benchmark(kernel=None, warmup=10, iters=100, **options):
     return call
 
 
-def profile(kernel=None, **options):
-    """``nki.profile``: same as :func:`baremetal` in the emulator."""
-    return baremetal(kernel, **options)
+def profile(kernel=None, working_directory=None, save_neff_name=None, save_trace_name=None, overwrite=False,
+            profile_nth=1, additional_compile_opt=None, platform_target=None):
+    """``nki.profile``: :func:`baremetal` with its files in ``working_directory``
+    (``overwrite``/``profile_nth`` are accepted; every call is profiled)."""
+    if kernel is None:
+        return lambda k: profile(k, working_directory, save_neff_name, save_trace_name, overwrite, profile_nth,
+                                 additional_compile_opt, platform_target)
+    return baremetal(kernel, save_neff_name, save_trace_name, additional_compile_opt, platform_target,
+                     working_directory)
 
 
 nki_module = types.ModuleType("neuronxcc.nki")

@@ -50,6 +50,15 @@ def user_frame():
     return "<unknown>", 0
 
 
+def user_frame_object():
+    """The innermost frame outside nki_emu (the kernel's), or None (loop liveness plans
+    are keyed by the kernel's code object and line, nki_emu.liveness)."""
+    frame = sys._getframe(1)
+    while frame is not None and _inside_package(frame.f_code.co_filename):
+        frame = frame.f_back
+    return frame
+
+
 class UnwrittenOutputError(Exception):
     """A kernel returned an output that its instructions did not produce: an HBM tensor
     with elements no store/DMA wrote, or a value that is not an HBM tensor (an SBUF

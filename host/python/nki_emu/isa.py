@@ -39,6 +39,13 @@ class reduce_cmd(enum.IntEnum):
     reset = 1
     reduce = 2
     reset_reduce = 3
+    load_reduce = 4  # SDK 2.28 [D nki.isa stub]
+
+
+class oob_mode(enum.IntEnum):
+    """Out-of-bound handling of dynamic DMA addresses (SDK 2.28): error 0, skip 1."""
+    error = 0
+    skip = 1
 
 
 class dge_mode(enum.IntEnum):
@@ -92,7 +99,7 @@ def _nd(v, ndim):
 
 # --- TensorE ----------------------------------------------------------------------------
 def nc_matmul(stationary, moving, is_stationary_onezero=False, is_moving_onezero=False,
-              is_transpose=False, tile_position=(), tile_size=(), mask=None, **_kwargs):
+              is_transpose=False, tile_position=(), tile_size=(), mask=None):
     """``stationary.T @ moving`` into a new PSUM tile, fp32 accumulation (nki-facts §2.6, 4.3)."""
     on_chip(stationary, "stationary", "nc_matmul")
     on_chip(moving, "moving", "nc_matmul")
@@ -125,7 +132,7 @@ def nc_matmul(stationary, moving, is_stationary_onezero=False, is_moving_onezero
     return out
 
 
-def nc_transpose(data, mask=None, dtype=None, engine=engine.unknown, **_kwargs):
+def nc_transpose(data, mask=None, dtype=None, engine=engine.unknown):
     """Partition<->free transpose; TensorE up to 128x128, VectorE up to 32x32 (nki-facts §2.6)."""
     on_chip(data, "data", "nc_transpose")
     p, f = data.shape[0], free_size(data.shape)
@@ -144,7 +151,7 @@ def nc_transpose(data, mask=None, dtype=None, engine=engine.unknown, **_kwargs):
 
 # --- ScalarE ----------------------------------------------------------------------------
 def activation(op, data, bias=None, scale=1.0, reduce_op=None, reduce_res=None,
-               reduce_cmd=reduce_cmd.idle, mask=None, dtype=None, **_kwargs):
+               reduce_cmd=reduce_cmd.idle, mask=None, dtype=None):
     """``op(data * scale + bias)`` on ScalarE, fp32 math (nki-facts §2.6, 4.7)."""
     on_chip(data, "data", "activation")
     p = data.shape[0]
@@ -181,7 +188,7 @@ def activation(op, data, bias=None, scale=1.0, reduce_op=None, reduce_res=None,
     return out
 
 
-def activation_reduce(op, data, reduce_op, reduce_res, bias=None, scale=1.0, mask=None, dtype=None, **kw):
+def activation_reduce(op, data, reduce_op, reduce_res, bias=None, scale=1.0, mask=None, dtype=None):
     return activation(op, data, bias=bias, scale=scale, reduce_op=reduce_op, reduce_res=reduce_res,
                       reduce_cmd=reduce_cmd.reset_reduce, mask=mask, dtype=dtype)
 
@@ -191,7 +198,7 @@ _SCALAR_OK = {"multiply", "add", "subtract"}
 
 
 def tensor_scalar(data, op0, operand0, reverse0=False, op1=None, operand1=None, reverse1=False,
-                  dtype=None, mask=None, engine=engine.unknown, **_kwargs):
+                  dtype=None, mask=None, engine=engine.unknown):
     """``(data op0 operand0) op1 operand1`` with scalar or (P, 1) operands, fp32 math (nki-facts §2.6, 4.8)."""
     on_chip(data, "data", "tensor_scalar")
     p = data.shape[0]
@@ -228,7 +235,7 @@ def tensor_scalar(data, op0, operand0, reverse0=False, op1=None, operand1=None, 
     return out
 
 
-def tensor_tensor(data1, data2, op, dtype=None, mask=None, engine=engine.unknown, **_kwargs):
+def tensor_tensor(data1, data2, op, dtype=None, mask=None, engine=engine.unknown):
     """Element-wise ``data1 op data2``; same partitions and elements per partition (nki-facts §2.6, 4.5/4.6)."""
     on_chip(data1, "data1", "tensor_tensor")
     on_chip(data2, "data2", "tensor_tensor")
@@ -251,7 +258,7 @@ def tensor_tensor(data1, data2, op, dtype=None, mask=None, engine=engine.unknown
 
 
 def tensor_tensor_scan(data0, data1, initial, op0, op1, reverse0=False, reverse1=False,
-                       dtype=None, mask=None, **_kwargs):
+                       dtype=None, mask=None):
     """Per-partition scan ``r[i] = op1(op0(data0[i], r[i-1]), data1[i])`` (nki-facts §2.6)."""
     on_chip(data0, "data0", "tensor_tensor_scan")
     on_chip(data1, "data1", "tensor_tensor_scan")
@@ -274,7 +281,7 @@ def tensor_tensor_scan(data0, data1, initial, op0, op1, reverse0=False, reverse1
     return out
 
 
-def tensor_reduce(op, data, axis, dtype=None, mask=None, negate=False, keepdims=False, **_kwargs):
+def tensor_reduce(op, data, axis, dtype=None, mask=None, negate=False, keepdims=False):
     """Reduction over free axes (must include axis 1); ``negate`` multiplies by -1 (nki-facts §2.6, 4.9)."""
     on_chip(data, "data", "tensor_reduce")
     axes = tuple(int(a) for a in (axis if isinstance(axis, (list, tuple)) else [axis]))
@@ -290,7 +297,7 @@ def tensor_reduce(op, data, axis, dtype=None, mask=None, negate=False, keepdims=
     return out
 
 
-def reciprocal(data, dtype=None, mask=None, **_kwargs):
+def reciprocal(data, dtype=None, mask=None):
     """1/x on VectorE (nki-facts §2.6)."""
     on_chip(data, "data", "reciprocal")
     out = _result(np.reciprocal(_f32(data)), dtype or data.dtype, mask=mask)
@@ -298,7 +305,7 @@ def reciprocal(data, dtype=None, mask=None, **_kwargs):
     return out
 
 
-def memset(shape, value, dtype, mask=None, engine=engine.unknown, **_kwargs):
+def memset(shape, value, dtype, mask=None, engine=engine.unknown):
     """Tile of ``shape`` filled with ``value`` cast to ``dtype`` (nki-facts §2.6)."""
     shape = tuple(int(d) for d in shape)
     vals = np.full(shape, value, dtype=dtypes.storage(dtype))
@@ -307,7 +314,7 @@ def memset(shape, value, dtype, mask=None, engine=engine.unknown, **_kwargs):
     return out
 
 
-def tensor_copy(src, mask=None, dtype=None, engine=engine.unknown, **_kwargs):
+def tensor_copy(src, mask=None, dtype=None, engine=engine.unknown):
     """Copy within SBUF/PSUM; GpSimd cannot touch PSUM (nki-facts §2.6)."""
     on_chip(src, "src", "tensor_copy")
     eng = _engine_name(engine, "auto")
@@ -319,7 +326,7 @@ def tensor_copy(src, mask=None, dtype=None, engine=engine.unknown, **_kwargs):
     return out
 
 
-def iota(expr, dtype, mask=None, **_kwargs):
+def iota(expr, dtype, mask=None):
     """Materialises an index expression on GpSimd (cost 150 + N, nki-facts §3.3)."""
     vals = np.asarray(expr)
     if vals.ndim == 1:
@@ -329,7 +336,7 @@ def iota(expr, dtype, mask=None, **_kwargs):
     return out
 
 
-def affine_select(pred, on_true_tile, on_false_value, mask=None, dtype=None, **_kwargs):
+def affine_select(pred, on_true_tile, on_false_value, mask=None, dtype=None):
     """``where(pred, on_true_tile, on_false_value)`` on GpSimd (nki-facts §2.6)."""
     on_chip(on_true_tile, "on_true_tile", "affine_select")
     vals = values(on_true_tile)

@@ -12,8 +12,10 @@ from . import batch, dtypes, ops, runtime, tensor, trace
 from .assign import LoopReduceResult
 from .dtypes import (bfloat16, bool_, float8_e4m3, float8_e5m2, float16, float32, int8, int16,  # noqa: F401
                      int32, tfloat32, uint8, uint16, uint32)
-from .errors import fail
+from .errors import fail, user_frame_object as _kernel_frame
 from .index_expr import arange, mask_array, mgrid  # noqa: F401
+from .language_228 import check_allocation, dynamic_range, gather_flattened, load_transpose2d, no_reorder  # noqa: F401
+from .language_228 import usable_sbuf_bytes
 from .operands import dtype_of as _dtype_of, free_size, is_tile as _is_tile, on_chip, result as _result
 from .operands import space as _space, values
 from .tensor import HBM_BUFFERS, MAX_PARTITIONS as _PMAX, NkiTensor, par_dim  # noqa: F401
@@ -34,16 +36,48 @@ sbuf, psum = _Buffer("sbuf"), _Buffer("psum")
 shared_hbm, private_hbm, hbm = _Buffer("shared_hbm"), _Buffer("private_hbm"), _Buffer("hbm")
 
 
-class tile_size:
-    """Hardware tile limits (docs/nki-facts.md §3.1)."""
+class _TileSizeMeta(type):
+    """Target-dependent ``nl.tile_size`` attributes (read while a run is active)."""
+
+    @property
+    def total_available_sbuf_size(cls):
+        """Usable SBUF bytes per partition: trn1 192 KiB - 16 KiB compiler reserve [D S3
+        compiler/sbuf.py]; trn2 224 KiB [D S4 trn2 guide] - the same reserve [I]."""
+        return usable_sbuf_bytes()
+
+    @property
+    def sbuf_size_bytes(cls):
+        """Total SBUF bytes of a core: 128 x 192 KiB (trn1), 128 x 224 KiB (trn2) [D S3/S4]."""
+        return 128 * (224 if _target() == "trn2" else 192) * 1024
+
+    @property
+    def sbuf_fmax_bytes(cls):
+        """Largest SBUF tile free size in bytes (the usable bytes per partition)."""
+        return cls.total_available_sbuf_size
+
+    @property
+    def sbuf_fmax(cls):
+        """Largest SBUF tile free size in fp32 elements."""
+        return cls.total_available_sbuf_size // 4
+
+
+def _target():
+    run = runtime.current()
+    return run.target if run is not None else "trn1"
+
+
+class tile_size(metaclass=_TileSizeMeta):
+    """Hardware tile limits (docs/nki-facts.md §2.5, §3.1; SDK 2.28 adds the psum_*/sbuf_* sizes).
+    PSUM: 8 banks x 2 KiB per partition on trn1 and trn2 [D S3/S4]."""
     pmax = _PMAX
     psum_fmax = 512
+    psum_fmax_bytes = 2048
+    psum_num_banks = 8
     gemm_stationary_fmax = 128
     gemm_moving_fmax = 512
     bn_stats_fmax = 512
     psum_min_align = 4
     sbuf_min_align = 1
-    total_available_sbuf_size = 176 * 1024  # bytes per partition on trn1 (192 KiB - 16 KiB reserve)
 
 
 def _buffer_name(buffer):
@@ -53,46 +87,54 @@ def _buffer_name(buffer):
 
 
 # --- creation ---------------------------------------------------------------------------
-def ndarray(shape, dtype=np.float32, buffer=None, name="", **_kwargs):
-    """Uninitialised tensor (nki-facts §2.5); NaN-filled when small (nki-facts §2.1 [I])."""
-    return NkiTensor.allocate(shape, dtype, _buffer_name(buffer), name=name)
+def ndarray(shape, dtype=np.float32, buffer=None, name="", address=None, lazy_initialization=False):
+    """Uninitialised tensor (nki-facts §2.5); NaN-filled when small (nki-facts §2.1 [I]).
+    ``address`` = (partition_offset, free_offset): SDK 2.28 direct allocation of an
+    SBUF/PSUM tensor (never mixed with automatic allocation in one kernel)."""
+    where = _buffer_name(buffer)
+    t = NkiTensor.allocate(shape, dtype, where, name=name)
+    check_allocation(where, address, t.shape[t.par_axis:], t.itemsize)
+    return t
 
 
-def zeros(shape, dtype=np.float32, buffer=None, name="", **_kwargs):
-    """Zero-filled tensor. ``lazy_initialization`` and other kwargs are accepted and ignored."""
+def zeros(shape, dtype=np.float32, buffer=None, name="", lazy_initialization=False):
+    """Zero-filled tensor. ``lazy_initialization`` (undocumented, used by NKIBench, nki-facts §1.1)
+    is accepted and ignored; any other keyword is refused (nki_emu.signatures)."""
     return full(shape, 0, dtype, buffer, name)
 
 
-def ones(shape, dtype=np.float32, buffer=None, name="", **_kwargs):
+def ones(shape, dtype=np.float32, buffer=None, name="", lazy_initialization=False):
     return full(shape, 1, dtype, buffer, name)
 
 
-def full(shape, fill_value, dtype=np.float32, buffer=None, name="", **_kwargs):
+def full(shape, fill_value, dtype=np.float32, buffer=None, name="", lazy_initialization=False):
     """Filled tensor; HBM tensors with an init value are refused (nki-facts §2.5)."""
     where = _buffer_name(buffer)
     if where in HBM_BUFFERS:
         fail("err_hbm_tensor_with_init_value_not_supported",
              "Creating HBM tensor with init value is not supported.")
-    return NkiTensor.allocate(shape, dtype, where, name=name, fill=fill_value)
+    t = NkiTensor.allocate(shape, dtype, where, name=name, fill=fill_value)
+    check_allocation(where, None, t.shape[t.par_axis:], t.itemsize)
+    return t
 
 
-def zeros_like(a, dtype=None, buffer=None, name="", **kw):
+def zeros_like(a, dtype=None, buffer=None, name=""):
     return zeros(a.shape, dtype or a.dtype, buffer, name)
 
 
-def ones_like(a, dtype=None, buffer=None, name="", **kw):
+def ones_like(a, dtype=None, buffer=None, name=""):
     return ones(a.shape, dtype or a.dtype, buffer, name)
 
 
-def empty_like(a, dtype=None, buffer=None, name="", **kw):
+def empty_like(a, dtype=None, buffer=None, name=""):
     return ndarray(a.shape, dtype or a.dtype, buffer, name)
 
 
-def full_like(a, fill_value, dtype=None, buffer=None, name="", **kw):
+def full_like(a, fill_value, dtype=None, buffer=None, name=""):
     return full(a.shape, fill_value, dtype or a.dtype, buffer, name)
 
 
-def shared_constant(constant, dtype=None, **_kwargs):
+def shared_constant(constant, dtype=None):
     """Constant HBM tensor holding ``constant`` (nki-facts §2.5). No store ever writes it, so
     returning it as an output is ``unwritten_output`` (nki_emu.coverage)."""
     arr = np.array(constant, dtype=dtypes.storage(dtype) if dtype is not None else None)
@@ -101,17 +143,23 @@ def shared_constant(constant, dtype=None, **_kwargs):
 
 
 # --- loops ------------------------------------------------------------------------------
-def affine_range(*args, **_kwargs):
+def _range_args(start, stop, step):
+    """``range()`` arguments of ``nl.*_range(start, stop=None, step=1)``."""
+    return (start,) if stop is None and step == 1 else (0 if stop is None else start,
+                                                           start if stop is None else stop, step)
+
+
+def affine_range(start, stop=None, step=1):
     """Parallel loop: yields ints (LoopIndex) like range()."""
-    return runtime.loop_range("affine", args, sys._getframe(1))
+    return runtime.loop_range("affine", _range_args(start, stop, step), _kernel_frame())
 
 
-def sequential_range(*args, **_kwargs):
-    return runtime.loop_range("sequential", args, sys._getframe(1))
+def sequential_range(start, stop=None, step=1):
+    return runtime.loop_range("sequential", _range_args(start, stop, step), _kernel_frame())
 
 
-def static_range(*args, **_kwargs):
-    return runtime.loop_range("static", args, sys._getframe(1))
+def static_range(start, stop=None, step=1):
+    return runtime.loop_range("static", _range_args(start, stop, step), _kernel_frame())
 
 
 def program_id(axis=0):
@@ -132,7 +180,7 @@ def program_ndim():
 _PRINT_STREAM = sys.stdout
 
 
-def device_print(prefix, x, **_kwargs):
+def device_print(prefix, x, mask=None):
     """Prints ``prefix`` and the values of ``x`` to the standard output the emulator was
     imported with (see ``_PRINT_STREAM``): one line per input set of a batched run."""
     try:
@@ -145,7 +193,7 @@ def device_print(prefix, x, **_kwargs):
 
 
 # --- data movement ----------------------------------------------------------------------
-def load(src, mask=None, dtype=None, **_kwargs):
+def load(src, mask=None, dtype=None):
     """HBM -> new SBUF tile (DMA), optional cast (nki-facts §2.5)."""
     if not _is_tile(src) or src.buffer not in HBM_BUFFERS:
         fail("err_unsupported_memory",
@@ -162,7 +210,7 @@ def load(src, mask=None, dtype=None, **_kwargs):
     return out
 
 
-def store(dst, value, mask=None, **_kwargs):
+def store(dst, value, mask=None):
     """SBUF (or PSUM) tile -> HBM (DMA) (nki-facts §2.5)."""
     if not _is_tile(dst) or dst.buffer not in HBM_BUFFERS:
         fail("err_unsupported_memory",
@@ -190,7 +238,7 @@ def store(dst, value, mask=None, **_kwargs):
         trace.dma("store", value, dst)
 
 
-def copy(src, mask=None, dtype=None, **_kwargs):
+def copy(src, mask=None, dtype=None):
     """Element-wise copy to a new SBUF tile, optional cast (nki-facts §2.5; PSUM eviction)."""
     on_chip(src, "src", "copy")
     out = _result(np.array(values(src), copy=True), dtype or src.dtype, mask=mask)
@@ -217,7 +265,7 @@ def expand_dims(data, axis):
     return NkiTensor.fresh(np.expand_dims(values(data), axis + 1 if axis >= 0 else axis), data.dtype, data.buffer)
 
 
-def transpose(x, dtype=None, mask=None, **_kwargs):
+def transpose(x, dtype=None, mask=None):
     """2-D partition<->free transpose (nki-facts §2.5, 4.10)."""
     on_chip(x, "x", "transpose")
     if len(x.shape) != 2:
@@ -264,7 +312,7 @@ def elementwise(op, a, b, dtype=None, mask=None, operator=False, api=None):
 def _binary_api(name):
     np_fn = ops.BINARY[name]
 
-    def api(x, y, dtype=None, mask=None, **_kwargs):
+    def api(x, y, dtype=None, mask=None):
         return elementwise(np_fn, x, y, dtype=dtype, mask=mask, api=name)
 
     api.__name__ = name
@@ -276,7 +324,7 @@ def _binary_api(name):
 def _unary_api(name):
     np_fn = ops.UNARY[name]
 
-    def api(x, dtype=None, mask=None, **_kwargs):
+    def api(x, dtype=None, mask=None):
         on_chip(x, "x", name)
         vx = values(x)
         res = np_fn(np.asarray(vx, dtype=np.float32) if np.asarray(vx).dtype != np.float32 else vx)
@@ -308,7 +356,7 @@ identity = _unary_api("identity")
 
 # --- reductions -------------------------------------------------------------------------
 def _reduce_api(name):
-    def api(x, axis, dtype=None, mask=None, keepdims=False, **_kwargs):
+    def api(x, axis, dtype=None, mask=None, keepdims=False):
         on_chip(x, "x", name)
         axes = tuple(int(a) for a in (axis if isinstance(axis, (list, tuple)) else [axis]))
         if 0 in axes:
@@ -334,7 +382,7 @@ min = _reduce_api("min")  # noqa: A001
 max.op_name, min.op_name = "max", "min"
 
 
-def loop_reduce(x, op, loop_indices, mask=None, dtype=None, **_kwargs):
+def loop_reduce(x, op, loop_indices, mask=None, dtype=None):
     """``dst[...] = nl.loop_reduce(x, op, loop_indices)``: dst = op(x, dst) across the
     listed loops; the first iteration of all of them initialises dst (nki-facts §2.5 [I])."""
     on_chip(x, "x", "loop_reduce")
@@ -343,7 +391,7 @@ def loop_reduce(x, op, loop_indices, mask=None, dtype=None, **_kwargs):
 
 
 # --- matmul -----------------------------------------------------------------------------
-def matmul(x, y, transpose_x=False, mask=None, **_kwargs):
+def matmul(x, y, transpose_x=False, mask=None):
     """``x @ y`` into PSUM (fp32); without ``transpose_x`` TensorE first transposes x (nki-facts §2.5)."""
     on_chip(x, "x", "matmul")
     on_chip(y, "y", "matmul")

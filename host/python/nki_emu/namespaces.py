@@ -11,15 +11,15 @@ unchanged.
 """
 import types
 
-from . import isa, language
+from . import isa_api, language
 from . import typing as nki_typing
+from .signatures import checked
 
 # Public-looking names of the implementation modules that are emulator internals.
 INTERNAL = {
-    "language": frozenset({"HBM_BUFFERS", "LoopReduceResult", "NkiTensor", "elementwise", "fail", "free_size",
-                           "mask_array", "on_chip", "tensor_values", "tensor_write", "values"}),
-    "isa": frozenset({"NkiTensor", "fail", "free_size", "mask_array", "on_chip", "tensor_values",
-                      "tensor_write", "values"}),
+    "language": frozenset({"HBM_BUFFERS", "LoopReduceResult", "NkiTensor", "check_allocation", "elementwise", "usable_sbuf_bytes",
+                           "fail", "free_size", "mask_array", "on_chip", "tensor_values", "tensor_write", "values"}),
+    "isa": frozenset({"checked", "dual"}),
     "typing": frozenset({"Annotation"}),
 }
 
@@ -32,13 +32,19 @@ def public_names(module, internal):
 
 def build(name, module, internal):
     """A new module object called ``name`` holding ``module``'s public names (see
-    :func:`public_names`) and its docstring."""
+    :func:`public_names`) and its docstring. Python functions are wrapped once by
+    ``signatures.checked`` (an unknown keyword or a wrong arity in a kernel's call is a
+    compile error naming the API, issue 20); the wrappers are built here, at import."""
     facade = types.ModuleType(name, module.__doc__)
+    short = name.replace("neuronxcc.", "")
     for attr in public_names(module, internal):
-        setattr(facade, attr, getattr(module, attr))
+        value = getattr(module, attr)
+        if isinstance(value, types.FunctionType) and not getattr(value, "__nki_checked__", False):
+            value = checked(f"{short}.{attr}", value)
+        setattr(facade, attr, value)
     return facade
 
 
 LANGUAGE = build("neuronxcc.nki.language", language, INTERNAL["language"])
-ISA = build("neuronxcc.nki.isa", isa, INTERNAL["isa"])
+ISA = build("neuronxcc.nki.isa", isa_api, INTERNAL["isa"])
 TYPING = build("neuronxcc.nki.typing", nki_typing, INTERNAL["typing"])

@@ -57,6 +57,10 @@ class Run:
         self.loops = []
         self.writes = {}
         self.error = None  # the first NKICompileError raised in this run (errors.fail)
+        self.psum_groups = set()  # PSUM views a 2.28 nc_matmul(dst=...) has started accumulating into
+        self.registers = {}  # engine accumulation registers of the 2.28 reduce_cmd APIs (nki_emu.isa_dst)
+        self.allocation = None  # "automatic" or "direct" once the kernel allocated an on-chip tensor
+        self.random_calls = 0  # nisa.dropout calls so far (their masks are seeded by this count)
 
     def check_output_dependency(self, root, layout):
         """err_unexpected_output_dependencies: two iterations of an enclosing

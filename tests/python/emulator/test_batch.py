@@ -344,3 +344,66 @@ def test_batch_helpers_line_up_members_as_numpy_lines_up_one_member():
     assert batch.fit(np.ones((2, 12)), (2, 3, 4)).shape == (2, 3, 4)
     assert batch.reduce_axes((1, 2, -1)) == (2, 3, -1)
     assert tensor.Members((a[0], a[1]))[1] is not None and dtypes.storage(np.float32) == np.float32
+
+
+def test_sdk228_dst_forms_dma_and_new_ops_match_their_per_seed_runs():
+    """Issue 20: the 2.28 ``dst=`` forms, dma_copy/dma_transpose and the new instructions
+    vectorize over the members like the legacy ops (registers and dropout masks included)."""
+    import nki.isa as bisa
+
+    def k(x_hbm, y_hbm, idx_hbm):
+        def sb(shape, dtype=np.float32, buffer=nl.sbuf):
+            return nl.ndarray(shape, dtype=dtype, buffer=buffer)
+        x, y, idx = sb((16, 32)), sb((16, 32)), sb((16, 4), np.uint32)
+        bisa.dma_copy(dst=x, src=x_hbm)
+        bisa.dma_copy(dst=y, src=y_hbm)
+        bisa.dma_copy(dst=idx, src=idx_hbm)
+        p = sb((32, 32), buffer=nl.psum)
+        bisa.nc_matmul(p, x, y)
+        bisa.nc_matmul(p, y, x)
+        outs = [sb((16, 32)) for _ in range(12)]
+        bisa.tensor_tensor(outs[0], x, y, nl.multiply)
+        bisa.tensor_scalar(outs[1], x, nl.add, 1.0, op1=nl.multiply, operand1=-2.0)
+        red = sb((16, 1))
+        bisa.activation(outs[2], nl.exp, x, scale=0.1, reduce_op=nl.add,
+                        reduce_cmd=bisa.reduce_cmd.reset_reduce, reduce_res=red)
+        bisa.scalar_tensor_tensor(outs[3], x, nl.subtract, red, nl.multiply, y)
+        r2 = sb((16, 1))
+        bisa.tensor_scalar_reduce(outs[4], y, nl.multiply, 3.0, nl.add, r2)
+        bisa.tensor_copy(outs[5], x)
+        bisa.tensor_tensor_scan(outs[6], x, y, 0.0, np.multiply, np.add)
+        bisa.dropout(outs[7], x, 0.5)
+        top = sb((16, 8))
+        bisa.max8(top, x)
+        bisa.nc_match_replace8(outs[8], x, top, 0.0)
+        st, ag = sb((16, 6)), sb((16, 2))
+        bisa.bn_stats(st, x)
+        bisa.bn_aggr(ag, st)
+        g = sb((16, 4))
+        bisa.nc_n_gather(g, y, idx)
+        bisa.nc_stream_shuffle(outs[9], x, [(i + 3) % 16 for i in range(16)] + [255] * 16)
+        bisa.tensor_scalar_cumulative(outs[10], x, nl.multiply, nl.add, 1.0)
+        tr = sb((32, 16))
+        bisa.dma_transpose(tr, x_hbm)
+        pr = sb((1, 32))
+        bisa.tensor_partition_reduce(pr, nl.max, y)
+        mm = sb((32, 32))
+        bisa.tensor_copy(mm, p)
+        o = nl.ndarray((16, 32 * 11 + 1 + 1 + 8 + 6 + 2 + 4), dtype=np.float32, buffer=nl.shared_hbm)
+        for i, t in enumerate(outs[:11]):
+            bisa.dma_copy(dst=o[:, i * 32:(i + 1) * 32], src=t)
+        col = 32 * 11
+        for t in (red, r2, top, st, ag, g):
+            bisa.dma_copy(dst=o[:, col:col + t.shape[1]], src=t)
+            col += t.shape[1]
+        o2 = nl.ndarray((32, 16 + 32), dtype=np.float32, buffer=nl.shared_hbm)
+        bisa.dma_copy(dst=o2[:, 0:16], src=tr)
+        bisa.dma_copy(dst=o2[:, 16:48], src=mm)
+        o3 = nl.ndarray((1, 32), dtype=np.float32, buffer=nl.shared_hbm)
+        bisa.dma_copy(dst=o3, src=pr)
+        return o, o2, o3
+    sets = _sets(lambda s: rand(16, 32, seed=s), lambda s: rand(16, 32, seed=40 + s),
+                 lambda s: np.random.default_rng(s).integers(0, 32, (16, 4)).astype(np.uint32))
+    nki_emu.run(k, sets[0], target="trn2")
+    _, outs = check(k, sets)
+    assert not np.array_equal(outs[0], outs[1])

@@ -49,5 +49,19 @@ def cycles(op, n, info, engine, target):
         return 150 + n
     if op == "tensor_copy_dynamic":
         return max(600, n)
-    # activation, tensor_scalar, tensor_reduce, tensor_copy, memset, ...: max(MIN_II, N)
+    # SDK 2.28 additions (nki-facts §3.3; nki_emu.isa_new)
+    if op == "tensor_scalar_reduce":
+        return max(mii, n) + mii  # [D S3 tensor_scalar_reduce]
+    if op == "scalar_tensor_tensor":
+        return 2 * n  # [D S3: N only for bf16 subtract/multiply, else 2N]
+    if op == "bn_aggr":
+        return max(mii, 13 * n / 3)  # [D S3 bn_aggr]
+    if op in ("max8", "nc_find_index8"):
+        return n  # [D S3]
+    if op == "tensor_copy_predicated":
+        return max(mii, n) if info.get("in_psum") else max(mii, 2 * n)  # [D S3]
+    if op in ("tensor_partition_reduce", "nc_n_gather"):
+        return 150 + n  # GpSimd start (as iota) + one element per cycle [I]
+    # activation, tensor_scalar, tensor_reduce, tensor_copy, memset, bn_stats, dropout, range_select,
+    # select_reduce, nc_stream_shuffle, nc_match_replace8 [D S3]; tensor_scalar_cumulative [I]: max(MIN_II, N)
     return max(mii, n)

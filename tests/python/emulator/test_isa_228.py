@@ -1,0 +1,349 @@
+"""SDK 2.28 ``nki.isa`` conformance (issue 20): each ``dst=`` form and each new instruction
+against a NumPy statement of its documented semantics (docs/nki-facts.md §2.9), plus the
+2.28 rules (direct vs automatic allocation, I/O in HBM) and the NC-v3-only APIs on trn1."""
+import numpy as np
+
+from emulator.emu_helpers import expect_error, rand
+import nki_emu
+import nki.isa as nisa
+import nki.language as nl
+
+
+def _run(body, *args, target="trn2"):
+    return nki_emu.run(body, list(args), trace=False, target=target).outputs
+
+
+def _hbm(shape, dtype=np.float32):
+    return nl.ndarray(shape, dtype=dtype, buffer=nl.shared_hbm)
+
+
+def _sb(shape, dtype=np.float32, buffer=nl.sbuf):
+    return nl.ndarray(shape, dtype=dtype, buffer=buffer)
+
+
+def _load(x):
+    t = _sb(x.shape, x.dtype)
+    nisa.dma_copy(dst=t, src=x)
+    return t
+
+
+def _ret(t):
+    o = _hbm(t.shape, t.dtype)
+    nisa.dma_copy(dst=o, src=t)
+    return o
+
+
+def test_nc_matmul_dst_accumulates_over_k():
+    def k(s_hbm, a_hbm):
+        p = _sb((32, 64), buffer=nl.psum)
+        for i in nl.affine_range(2):
+            s = _load(s_hbm[i * 128:(i + 1) * 128, :])
+            a = _load(a_hbm[i * 128:(i + 1) * 128, :])
+            nisa.nc_matmul(p, s, a)  # positional 2.28 form
+        r = _sb((32, 64))
+        nisa.tensor_copy(dst=r, src=p)
+        return _ret(r)
+    s, a = rand(256, 32), rand(256, 64, seed=1)
+    assert np.allclose(_run(k, s, a), s.T @ a, rtol=1e-4, atol=1e-4)
+
+
+def test_nc_matmul_dst_must_be_psum():
+    def k(s_hbm):
+        s = _load(s_hbm)
+        nisa.nc_matmul(dst=_sb((8, 8)), stationary=s, moving=s)
+    expect_error("err_unsupported_memory", _run, k, rand(8, 8))
+
+
+def test_elementwise_dst_forms():
+    def k(x_hbm, y_hbm, v_hbm):
+        x, y, v = _load(x_hbm), _load(y_hbm), _load(v_hbm)
+        outs = [_sb(x.shape) for _ in range(7)]
+        nisa.tensor_tensor(dst=outs[0], data1=x, data2=y, op=nl.subtract)
+        nisa.tensor_scalar(outs[1], x, nl.multiply, v, op1=nl.add, operand1=1.5)
+        nisa.activation(dst=outs[2], op=nl.exp, data=x, bias=v, scale=0.5)
+        nisa.reciprocal(dst=outs[3], data=y)
+        nisa.tensor_tensor_scan(outs[4], x, y, 0.25, np.multiply, np.add)
+        nisa.memset(dst=outs[5], value=3.0)
+        nisa.tensor_copy(dst=outs[6], src=x, engine=nisa.scalar_engine)  # ScalarE copy: NC-v3
+        red = _sb((x.shape[0], 1))
+        nisa.tensor_reduce(dst=red, op=nl.max, data=x, axis=[1], negate=True)
+        return tuple(_ret(o) for o in outs) + (_ret(red),)
+    x, y, v = rand(16, 8), np.abs(rand(16, 8, seed=1)) + 0.5, rand(16, 1, seed=2)
+    got = _run(k, x, y, v)
+    scan, prev = np.empty_like(x), np.full(16, 0.25, np.float32)
+    for i in range(8):
+        prev = x[:, i] * prev + y[:, i]
+        scan[:, i] = prev
+    want = [x - y, x * v + 1.5, np.exp(x * 0.5 + v), 1 / y, scan, np.full_like(x, 3.0), x,
+            -x.max(axis=1, keepdims=True)]
+    for g, w in zip(got, want):
+        assert np.allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+def test_activation_reduce_registers():
+    def k(x_hbm):
+        x = _load(x_hbm)
+        a, b, res = _sb(x.shape), _sb(x.shape), _sb((x.shape[0], 1))
+        nisa.activation(dst=a, op=nl.square, data=x, reduce_op=nl.add, reduce_cmd=nisa.reduce_cmd.reset_reduce)
+        nisa.activation(dst=b, op=nl.copy, data=x, reduce_op=nl.add, reduce_cmd=nisa.reduce_cmd.reduce,
+                        reduce_res=res)
+        r2 = _sb((x.shape[0], 1))
+        nisa.activation_reduce(dst=b, op=nl.copy, data=x, reduce_op=nl.add, reduce_res=r2)
+        return _ret(res), _ret(r2)
+    x = rand(8, 16)
+    res, r2 = _run(k, x)
+    assert np.allclose(res, (x * x + x).sum(axis=1, keepdims=True), rtol=1e-5)
+    assert np.allclose(r2, x.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-6)
+
+
+def test_iota_and_affine_select_patterns():
+    def k(x_hbm):
+        x = _load(x_hbm)
+        io = _sb((8, 12), np.int32)
+        nisa.iota(io, [[4, 3], [1, 4]], 5, channel_multiplier=100)
+        sel = _sb((8, 12))
+        nisa.affine_select(sel, [[-1, 12]], 0, 1, x, -9.0, cmp_op=nl.greater_equal)  # causal: c - j >= 0
+        return _ret(io), _ret(sel)
+    x = rand(8, 12)
+    io, sel = _run(k, x)
+    c, j = np.arange(8)[:, None], np.arange(12)[None, :]
+    assert np.array_equal(io, 5 + 100 * c + 4 * (j // 4) + (j % 4))
+    assert np.array_equal(sel, np.where(c - j >= 0, x, np.float32(-9.0)))
+
+
+def test_nc_transpose_dst():
+    def k(x_hbm):
+        x = _load(x_hbm)
+        t = _sb((16, 32), buffer=nl.psum)
+        nisa.nc_transpose(dst=t, data=x)
+        r = _sb((16, 32))
+        nisa.tensor_copy(r, t)
+        return _ret(r)
+    x = rand(32, 16)
+    assert np.array_equal(_run(k, x), x.T)
+
+
+def test_dma_copy_cast_rmw_and_dge():
+    def k(x_hbm, y_hbm):
+        x = _load(x_hbm)
+        low = _sb(x.shape, nl.bfloat16)
+        nisa.dma_copy(dst=low, src=x_hbm, dge_mode=nisa.dge_mode.hwdge)
+        acc = _load(y_hbm)
+        nisa.dma_copy(dst=acc, src=x, dst_rmw_op=nl.add)
+        o = _hbm(x.shape)
+        nisa.dma_copy(dst=o, src=low)
+        return o, _ret(acc)
+    x, y = rand(16, 8), rand(16, 8, seed=1)
+    low, acc = _run(k, x, y)
+    bits = x.view(np.uint32)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000).view(np.float32)
+    assert np.array_equal(low, rounded) and np.allclose(acc, x + y)
+
+
+def test_dma_copy_hwdge_needs_trn2_and_sizes_must_match():
+    def k(x_hbm):
+        t = _sb(x_hbm.shape)
+        nisa.dma_copy(dst=t, src=x_hbm, dge_mode=nisa.dge_mode.hwdge)
+    expect_error("err_unsupported_arch", lambda: _run(k, rand(8, 8), target="trn1"))
+    def k2(x_hbm):
+        nisa.dma_copy(dst=_sb((8, 4)), src=x_hbm)
+    expect_error("err_dma_size_mismatch", _run, k2, rand(8, 8))
+    def k3(x_hbm):
+        nisa.dma_copy(dst=_sb((8, 8), buffer=nl.psum), src=x_hbm)
+    expect_error("err_unsupported_memory", _run, k3, rand(8, 8))
+
+
+def test_dma_copy_indirect_gather_with_oob_skip():
+    def k(x_hbm, idx_hbm):
+        idx = _load(idx_hbm)
+        t = _sb((4, 6))
+        nisa.memset(t, -1.0)
+        nisa.dma_copy(dst=t, src=x_hbm[idx[nl.arange(4)[:, None], 0], nl.arange(6)[None, :]],
+                      oob_mode=nisa.oob_mode.skip)
+        return _ret(t)
+    x = rand(10, 6)
+    idx = np.array([[3], [0], [42], [9]], np.int32)
+    got = _run(k, x, idx)
+    want = np.stack([x[3], x[0], np.full(6, -1.0, np.float32), x[9]])
+    assert np.array_equal(got, want)
+
+
+def test_dma_transpose_axes():
+    def k(a_hbm, b_hbm):
+        a = _sb((8, 16))
+        nisa.dma_transpose(dst=a, src=a_hbm)
+        b = _sb((5, 3, 4))
+        nisa.dma_transpose(b, b_hbm, axes=(2, 1, 0))
+        return _ret(a), _ret(b)
+    a, b = rand(16, 8), rand(4, 3, 5, seed=1)
+    ga, gb = _run(k, a, b)
+    assert np.array_equal(ga, a.T) and np.array_equal(gb, b.transpose(2, 1, 0))
+    def bad(a_hbm):
+        nisa.dma_transpose(_sb((8, 16)), a_hbm, axes=(0, 1))
+    expect_error("err_dma_transpose_axes", _run, bad, a)
+
+
+def test_scalar_tensor_tensor_and_tensor_scalar_reduce():
+    def k(x_hbm, y_hbm, v_hbm):
+        x, y, v = _load(x_hbm), _load(y_hbm), _load(v_hbm)
+        a, b, r = _sb(x.shape), _sb(x.shape), _sb((x.shape[0], 1))
+        nisa.scalar_tensor_tensor(dst=a, data=x, op0=nl.subtract, operand0=v, op1=nl.multiply, operand1=y)
+        nisa.tensor_scalar_reduce(dst=b, data=x, op0=nl.multiply, operand0=2.0, reduce_op=nl.max, reduce_res=r)
+        return _ret(a), _ret(b), _ret(r)
+    x, y, v = rand(8, 16), rand(8, 16, seed=1), rand(8, 1, seed=2)
+    a, b, r = _run(k, x, y, v)
+    assert np.allclose(a, (x - v) * y) and np.allclose(b, 2 * x) and np.allclose(r, (2 * x).max(1, keepdims=True))
+
+
+def test_partition_reduce_max8_find_match_replace():
+    def k(x_hbm):
+        x = _load(x_hbm)
+        pr, top, idx, rep, ridx = _sb((1, 32)), _sb((8, 8)), _sb((8, 8), nl.uint32), _sb(x.shape), \
+            _sb((8, 8), nl.uint32)
+        nisa.tensor_partition_reduce(dst=pr, op=nl.add, data=x)
+        nisa.max8(dst=top, src=x)
+        nisa.nc_find_index8(dst=idx, data=x, vals=top)
+        nisa.nc_match_replace8(dst=rep, data=x, vals=top, imm=0.0, dst_idx=ridx)
+        return _ret(pr), _ret(top), _ret(idx), _ret(rep), _ret(ridx)
+    x = rand(8, 32)
+    pr, top, idx, rep, ridx = _run(k, x)
+    order = np.argsort(-x, axis=1)[:, :8]
+    want_rep = x.copy()
+    np.put_along_axis(want_rep, order, 0.0, axis=1)
+    assert np.allclose(pr, x.sum(axis=0, keepdims=True), rtol=1e-5)
+    assert np.array_equal(top, np.take_along_axis(x, order, axis=1))
+    assert np.array_equal(idx, order) and np.array_equal(ridx, order) and np.array_equal(rep, want_rep)
+
+
+def test_stream_shuffle_bn_stats_aggr():
+    def k(x_hbm):
+        x = _load(x_hbm)
+        sh = _sb(x.shape)
+        nisa.memset(sh, 7.0)
+        mask = [(i + 1) % 32 for i in range(31)] + [255]
+        nisa.nc_stream_shuffle(dst=sh, src=x, shuffle_mask=mask)
+        st, ag = _sb((64, 6)), _sb((64, 2))
+        nisa.bn_stats(dst=st, data=x)
+        nisa.bn_aggr(dst=ag, data=st)
+        return _ret(sh), _ret(st), _ret(ag)
+    x = rand(64, 10)
+    sh, st, ag = _run(k, x)
+    want = np.full_like(x, 7.0)
+    for q in (0, 32):
+        for i in range(31):
+            want[q + i] = x[q + i + 1]
+    ev, od = x[:, 0::2], x[:, 1::2]
+    assert np.array_equal(sh, want)
+    assert np.allclose(st, np.stack([np.full(64, 5.0), ev.mean(1), ev.var(1) * 5, np.full(64, 5.0), od.mean(1),
+                                     od.var(1) * 5], axis=1), rtol=1e-5, atol=1e-5)
+    assert np.allclose(ag, np.stack([x.mean(1), x.var(1)], axis=1), rtol=1e-5, atol=1e-5)
+
+
+def test_dropout_predicated_copy_selects_gathers():
+    def k(x_hbm, pred_hbm, idx_hbm, b_hbm):
+        x, pred, idx, b = _load(x_hbm), _load(pred_hbm), _load(idx_hbm), _load(b_hbm)
+        d0, d1, cp, rs, sr, ng = (_sb(x.shape) for _ in range(6))
+        nisa.dropout(dst=d0, data=x, prob=0.0)
+        nisa.dropout(dst=d1, data=x, prob=1.0)
+        nisa.memset(cp, 0.0)
+        nisa.tensor_copy_predicated(dst=cp, src=x, predicate=pred)
+        rr, srr = _sb((8, 1)), _sb((8, 1))
+        nisa.range_select(dst=rs, on_true_tile=x, comp_op0=nl.greater_equal, comp_op1=nl.less, bound0=b,
+                          bound1=b + 4.0, reduce_res=rr, reduce_op=nl.maximum)
+        nisa.select_reduce(dst=sr, predicate=pred, on_true=x, on_false=-2.0, reduce_res=srr,
+                           reduce_cmd=nisa.reduce_cmd.reset_reduce, reduce_op=nl.maximum)
+        g = _sb((8, 3))
+        nisa.nc_n_gather(dst=g, data=x, indices=idx)
+        g2 = nl.gather_flattened(x, idx)
+        return tuple(_ret(t) for t in (d0, d1, cp, rs, rr, sr, srr, g)) + (_ret(nl.copy(g2)),)
+    x = rand(8, 16)
+    pred = (np.random.default_rng(3).random((8, 16)) > 0.5).astype(np.uint8)
+    idx = np.random.default_rng(4).integers(0, 16, (8, 3)).astype(np.uint32)
+    b = np.arange(8, dtype=np.float32)[:, None]
+    d0, d1, cp, rs, rr, sr, srr, g, g2 = _run(k, x, pred, idx, b)
+    i = np.arange(16)[None, :]
+    want_rs = np.where((i >= b) & (i < b + 4), x, np.float32(-3.4028235e38))
+    want_sr = np.where(pred != 0, x, np.float32(-2.0))
+    assert np.array_equal(d0, x) and np.array_equal(d1, np.zeros_like(x))
+    assert np.array_equal(cp, np.where(pred != 0, x, 0))
+    assert np.array_equal(rs, want_rs) and np.array_equal(rr, want_rs.max(1, keepdims=True))
+    assert np.array_equal(sr, want_sr) and np.array_equal(srr, want_sr.max(1, keepdims=True))
+    assert np.array_equal(g, np.take_along_axis(x, idx.astype(np.int64), 1)) and np.array_equal(g2, g)
+
+
+def test_tensor_scalar_cumulative_and_load_transpose2d():
+    def k(x_hbm):
+        x = _load(x_hbm)
+        c = _sb(x.shape)
+        nisa.tensor_scalar_cumulative(dst=c, src=x, op0=nl.multiply, op1=nl.add, imm0=2.0)
+        return _ret(c), _ret(nl.load_transpose2d(x_hbm))
+    x = rand(8, 16)
+    c, t = _run(k, x)
+    assert np.allclose(c, np.cumsum(2 * x, axis=1), rtol=1e-5, atol=1e-5) and np.array_equal(t, x.T)
+
+
+def test_gen3_only_apis_refused_on_trn1_and_v4_apis_everywhere():
+    def k(x_hbm):
+        x = _load(x_hbm)
+        b = _load(x_hbm[:, 0:1])
+        nisa.range_select(dst=_sb(x.shape), on_true_tile=x, comp_op0=nl.less, comp_op1=nl.less, bound0=b, bound1=b)
+    expect_error("err_unsupported_arch", lambda: _run(k, rand(8, 8), target="trn1"))
+    def k2(x_hbm):
+        nisa.exponential(dst=_sb((8, 8)), src=_load(x_hbm))
+    err = expect_error("err_api_not_emulated", _run, k2, rand(8, 8))
+    assert "exponential" in err.message and "NeuronCore-v4" in err.message
+
+
+def test_never_mix_automatic_and_direct_allocation():
+    def direct(x_hbm):
+        a = nl.ndarray((8, 8), dtype=np.float32, buffer=nl.sbuf, address=(0, 0))
+        b = nl.ndarray((8, 8), dtype=np.float32, buffer=nl.sbuf, address=(0, 1024))
+        nisa.dma_copy(dst=a, src=x_hbm)
+        nisa.tensor_copy(dst=b, src=a)
+        return _ret(b)
+    x = rand(8, 8)
+    assert np.array_equal(_run(direct, x), x)
+    def mixed(x_hbm):
+        nl.ndarray((8, 8), dtype=np.float32, buffer=nl.sbuf, address=(0, 0))
+        nl.ndarray((8, 8), dtype=np.float32, buffer=nl.sbuf)
+    err = expect_error("err_mixed_allocation", _run, mixed, x)
+    assert "never mix automatic and direct allocation" in err.message
+    def too_far(x_hbm):
+        nl.ndarray((64, 8), dtype=np.float32, buffer=nl.sbuf, address=(100, 0))
+    expect_error("err_direct_allocation_address", _run, too_far, x)
+
+
+def test_kernel_io_lives_in_hbm():
+    def k(x_hbm):
+        return _load(x_hbm)  # an SBUF tile is no kernel output
+    try:
+        _run(k, rand(8, 8))
+    except nki_emu.UnwrittenOutputError as err:
+        assert "SBUF tile" in str(err) and "HBM" in str(err)
+    else:
+        raise AssertionError("an SBUF output was accepted")
+
+
+def test_tile_size_per_target():
+    seen = {}
+
+    def k(x_hbm):
+        seen[nisa.get_nc_version()] = (nl.tile_size.total_available_sbuf_size, nl.tile_size.sbuf_size_bytes,
+                                       nl.tile_size.psum_num_banks, nl.tile_size.pmax)
+    _run(k, rand(2, 2), target="trn1")
+    _run(k, rand(2, 2), target="trn2")
+    assert seen[nisa.nc_version.gen2] == (176 * 1024, 128 * 192 * 1024, 8, 128)
+    assert seen[nisa.nc_version.gen3] == (208 * 1024, 128 * 224 * 1024, 8, 128)
+
+
+def test_dynamic_range_and_no_reorder():
+    def k(x_hbm):
+        acc = _sb(x_hbm.shape)
+        nisa.memset(acc, 0.0)
+        x = _load(x_hbm)
+        with nl.no_reorder():
+            for _ in nl.dynamic_range(3):
+                nisa.tensor_tensor(acc, acc, x, nl.add)
+        return _ret(acc)
+    x = rand(4, 4)
+    assert np.allclose(_run(k, x), 3 * x)
