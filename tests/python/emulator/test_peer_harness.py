@@ -150,3 +150,43 @@ def test_stand_in_refuses_mismatched_files():
                                "summary-json", "-n", os.path.join(folder, "one.neff"), "-s",
                                os.path.join(folder, "two.ntff")], capture_output=True, text=True, check=False)
         assert done.returncode == 3 and "was not written with" in done.stderr
+
+
+# A get_latency()/profile() step as the peers write it, run as its own program with only
+# PYTHONPATH and PATH pointing at the emulator (host/python/nki_emu_shim, scripts/).
+PEER_SCRIPT = '''
+import json, os, sys
+import numpy as np
+import {namespace} as nki
+sys.path.insert(0, sys.argv[1])
+from kernel_mod import kernel
+folder = sys.argv[1]
+neff, ntff = os.path.join(folder, "k.neff"), os.path.join(folder, "k.ntff")
+a = np.random.default_rng(0).normal(size=(256, 64)).astype(np.float32)
+out = nki.baremetal(kernel, save_neff_name=neff, save_trace_name=ntff,
+                    additional_compile_opt="--disable-dge --logical-nc-config=1")(a, a)
+assert np.array_equal(out, a * a)
+summary_path = os.path.join(folder, "summary.json")
+os.system(f"neuron-profile view --output-format summary-json -n {{neff}} -s {{ntff}} > {{summary_path}}")
+summary = json.load(open(summary_path))
+print(json.dumps({{"latency_ms": summary[next(iter(summary))]["total_time"] * 1e3,
+                  "fields": sorted(summary[next(iter(summary))])}}))
+'''
+
+
+def test_unmodified_peer_program_through_the_shim():
+    with tempfile.TemporaryDirectory() as folder:
+        with open(os.path.join(folder, "kernel_mod.py"), "w", encoding="utf-8") as handle:
+            handle.write(KERNEL_SOURCE)
+        for namespace in ("nki", "neuronxcc.nki"):
+            script = os.path.join(folder, "peer.py")
+            with open(script, "w", encoding="utf-8") as handle:
+                handle.write(PEER_SCRIPT.format(namespace=namespace))
+            env = _env()
+            env["PYTHONPATH"] = os.path.join(REPO, "host", "python", "nki_emu_shim")
+            env["NEURON_PLATFORM_TARGET_OVERRIDE"] = "trn2"
+            done = subprocess.run([sys.executable, script, folder], env=env, capture_output=True, text=True,
+                                  check=False)
+            assert done.returncode == 0, done.stderr
+            report = json.loads(done.stdout.strip().splitlines()[-1])
+            assert report["latency_ms"] > 0 and not [f for f in PROFILE_LIST if f not in report["fields"]]
