@@ -36,16 +36,23 @@ def _dge(mode, api, allowed):
         fail("err_unsupported_arch", f"hardware DGE (dge_mode=hwdge) of '{api}' needs NeuronCore-v3 (trn2) or newer")
 
 
-def _skip_mask(t, mode):
-    """With ``oob_mode.skip``, the in-bound elements of an indirect access (static), else None."""
+def _skip_mask(t, mode, per_member_ok=False):
+    """With ``oob_mode.skip``, the in-bound elements of an indirect access, else None: static
+    (t.shape), or (S,) + t.shape when the members' indices differ and ``per_member_ok`` (a
+    read); for a write such a mask is reduced to the elements in bounds for every member
+    and the run is marked data dependent (docs/nki-emulator.md, Limitations)."""
     if mode != _OOB.skip or t.gather is None:
         return None
     per_member = gather_members(t.gather)
     if per_member is not None:
+        if per_member[1] is None:
+            return None
+        if per_member_ok:
+            return per_member[1]
         run = runtime.current()
         if run is not None:
             run.data_dependent = True
-        return np.all(per_member[1], axis=0) if per_member[1] is not None else None
+        return np.all(per_member[1], axis=0)
     return gather_inb(t.gather)
 
 
@@ -76,13 +83,13 @@ def dma_copy(dst, src, dst_rmw_op=None, oob_mode=_OOB.error, dge_mode=_DGE.unkno
         fail("err_dma_rmw_op", f"'dst_rmw_op' of 'dma_copy' must be nl.add or None, got {ops.op_name(dst_rmw_op)}")
     if dst_rmw_op is not None and oob_mode == _OOB.skip:
         fail("err_dma_rmw_op", "'dma_copy' with dst_rmw_op allows only oob_mode=error")
-    skip = _skip_mask(src, oob_mode)
+    skip = _skip_mask(src, oob_mode, per_member_ok=True)
     if skip is None:
         src.check_bounds(None)
     vals = read(src)
     vals = vals.reshape(vals.shape[:1] + dst.shape)
     if skip is not None:
-        vals = np.where(skip.reshape(dst.shape), vals, tensor_values(dst))
+        vals = np.where(skip.reshape(skip.shape[:skip.ndim - len(src.shape)] + dst.shape), vals, tensor_values(dst))
     if dst_rmw_op is not None:
         vals = tensor_values(dst).astype(np.float32) + vals.astype(np.float32)
     write(dst, vals, _skip_mask(dst, oob_mode))

@@ -407,3 +407,22 @@ def test_sdk228_dst_forms_dma_and_new_ops_match_their_per_seed_runs():
     nki_emu.run(k, sets[0], target="trn2")
     _, outs = check(k, sets)
     assert not np.array_equal(outs[0], outs[1])
+
+
+def test_dma_copy_gather_with_oob_skip_per_member():
+    """Indirect dma_copy with oob_mode.skip: each member skips its own out-of-bound indices."""
+    import nki.isa as bisa
+
+    def k(x_hbm, idx_hbm):
+        idx = nl.ndarray((4, 1), dtype=np.int32, buffer=nl.sbuf)
+        bisa.dma_copy(dst=idx, src=idx_hbm)
+        t = nl.ndarray((4, 6), dtype=np.float32, buffer=nl.sbuf)
+        bisa.memset(t, -1.0)
+        bisa.dma_copy(dst=t, src=x_hbm[idx[nl.arange(4)[:, None], 0], nl.arange(6)[None, :]],
+                      oob_mode=bisa.oob_mode.skip)
+        o = nl.ndarray((4, 6), dtype=np.float32, buffer=nl.shared_hbm)
+        bisa.dma_copy(dst=o, src=t)
+        return o
+    sets = _sets(lambda s: rand(10, 6, seed=s),
+                 lambda s: np.random.default_rng(s).integers(0, 14, (4, 1)).astype(np.int32))
+    check(k, sets)
