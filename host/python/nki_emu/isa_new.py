@@ -11,8 +11,7 @@ are in ``nki_emu.cost.formulas`` (nki-facts §3.3).
 APIs of the 2.28 list whose hardware exists only from NeuronCore-v4 (trn3) or
 that need multi-core/registers (``exponential``, ``nc_matmul_mx``,
 ``quantize_mx``, ``rand2``, ``dma_compute``, ``register_*``, ``core_barrier``,
-``sendrecv``, ``rng``, ``rand_*``, ``set_rng_seed``, ``nonzero_with_count``,
-``local_gather``, ``sequence_bounds``) refuse with ``err_api_not_emulated``
+``sendrecv``, ``rng``, ``rand_*``, ``set_rng_seed``) refuse with ``err_api_not_emulated``
 naming the API, never silently.
 """
 import numpy as np
@@ -354,6 +353,122 @@ def tensor_scalar_cumulative(dst, src, op0, op1, imm0, imm1=None, reduce_cmd=red
     _emit(dst, out, "tensor_scalar_cumulative", "vector", [src], free_size(src.shape))
 
 
+_LOCAL_GATHER_K = (1, 2, 4, 8, 16, 32)
+
+
+def local_gather(dst, src_buffer, index, num_elem_per_idx=1, num_valid_indices=None, name=None):
+    """GpSimd gather within each 16-partition group g (one GpSimd core each): the group's
+    ``index`` values, flattened partition-first (column-major) and cut to
+    ``num_valid_indices``, are element offsets into the free axis of *each* of the group's
+    partitions, and ``num_elem_per_idx`` contiguous elements are read at each:
+    ``dst[p, j*k + e] = src_buffer[p].flat[idx_g[j] + e]`` (the SDK docs' NumPy example).
+    src_buffer/index partitions equal and a multiple of 16, k in 1..32 (powers of 2), at
+    most 4096 indices per core; dst holds num_valid_indices*k elements per partition.
+    An out-of-bound index (undefined on hardware) is refused."""
+    api = "local_gather"
+    dst_tile(dst, api)
+    on_chip(src_buffer, "src_buffer", api)
+    on_chip(index, "index", api)
+    p, k = src_buffer.shape[0], int(num_elem_per_idx)
+    if "psum" in (dst.buffer, src_buffer.buffer, index.buffer):
+        fail("err_unsupported_memory", "GpSimd ('local_gather') cannot access PSUM")
+    if index.shape[0] != p or p % 16:
+        fail("err_local_gather_partitions", f"'src_buffer' and 'index' of 'local_gather' must have the same "
+                                            f"partitions, a multiple of 16; got {p} and {index.shape[0]}")
+    if k not in _LOCAL_GATHER_K:
+        fail("err_local_gather_elem_per_idx", f"'num_elem_per_idx' of 'local_gather' must be one of "
+                                              f"{list(_LOCAL_GATHER_K)}, got {num_elem_per_idx}")
+    per_core = 16 * free_size(index.shape)
+    valid = per_core if num_valid_indices is None else int(num_valid_indices)
+    if not 0 < valid <= min(per_core, 4096):
+        fail("err_local_gather_indices", f"'num_valid_indices' of 'local_gather' must be in 1..{min(per_core, 4096)}, "
+                                         f"got {valid}")
+    if free_size(dst.shape) != valid * k or dst.shape[0] != p:
+        fail("err_shape_mismatch", f"'dst' of 'local_gather' must be [{p}, {valid * k} elements], got "
+                                   f"{list(dst.shape)}")
+    src = tensor_values(src_buffer)
+    members, groups = src.shape[0], p // 16
+    src = src.reshape(members, groups, 16, -1)
+    idx = tensor_values(index).astype(np.int64)
+    idx = idx.reshape(idx.shape[0], groups, 16, -1).swapaxes(2, 3).reshape(idx.shape[0], groups, -1)[:, :, :valid]
+    pos = (idx[..., None] + np.arange(k)).reshape(idx.shape[0], groups, 1, valid * k)
+    if pos.size and (pos.min() < 0 or pos.max() >= src.shape[3]):
+        run = runtime.current()
+        if run is not None and idx.shape[0] > 1:
+            run.data_dependent = True
+        fail("err_tensor_access_out_of_bound", f"an index of 'local_gather' reads outside the {src.shape[3]} "
+                                               f"elements of a partition")
+    pos = np.broadcast_to(pos, (members, groups, 16, valid * k))
+    res = np.take_along_axis(src, pos, axis=3).reshape(members, p, valid * k)
+    res = _result(res.reshape((members,) + dst.shape), dst.dtype)
+    trace.compute("local_gather", "gpsimd", [src_buffer, index], res, valid * k, elem_per_idx=k,
+                  itemsize=src_buffer.itemsize)
+    assign.assign(dst, res)
+
+
+def sequence_bounds(dst, segment_ids, name=None):
+    """For a (1, n) tile of segment ids (0 = padding): per element the [start, end) of the
+    run of equal ids it belongs to, written as dst (1, 2, n) (starts, then ends); padding
+    gets start n and end -1 (the SDK docs' NumPy form); GpSimd; float32 or int32."""
+    api = "sequence_bounds"
+    dst_tile(dst, api)
+    on_chip(segment_ids, "segment_ids", api)
+    if segment_ids.shape[0] != 1 or dst.shape[0] != 1:
+        fail("err_sequence_bounds_partition", "'sequence_bounds' works on one partition (shape (1, n))")
+    v = tensor_values(segment_ids)
+    members = v.shape[0]
+    seq = v.reshape(members, -1)
+    n = seq.shape[1]
+    if free_size(dst.shape) != 2 * n:
+        fail("err_shape_mismatch", f"'dst' of 'sequence_bounds' must hold 2 x {n} elements, got {list(dst.shape)}")
+    positions = np.arange(n)
+    new_run = np.ones_like(seq, dtype=bool)
+    new_run[:, 1:] = seq[:, 1:] != seq[:, :-1]
+    start = np.maximum.accumulate(np.where(new_run, positions, 0), axis=1)
+    run_end = np.ones_like(seq, dtype=bool)
+    run_end[:, :-1] = seq[:, :-1] != seq[:, 1:]
+    end = np.minimum.accumulate(np.where(run_end, positions + 1, n + 1)[:, ::-1], axis=1)[:, ::-1]
+    pad = seq == 0
+    start = np.where(pad, n, start)
+    end = np.where(pad, -1, end)
+    res = np.stack([start, end], axis=1).astype(np.float64)
+    res = _result(res.reshape((members,) + dst.shape), dst.dtype)
+    trace.compute("sequence_bounds", "gpsimd", [segment_ids], res, n)
+    assign.assign(dst, res)
+
+
+def nonzero_with_count(dst, src, index_offset=0, padding_val=-1):
+    """NC-v3+, GpSimd: in partitions 0, 16, ..., 112 only (one per GpSimd core), the indices
+    (+ ``index_offset``) of the nonzero elements of ``src``, then ``padding_val`` up to the
+    input length, then their count: dst has one more element per partition than src;
+    other partitions of dst are left unchanged (int32 dst, float32/int32 src)."""
+    api = "nonzero_with_count"
+    _needs_gen3(api)
+    dst_tile(dst, api)
+    on_chip(src, "src", api)
+    if "psum" in (dst.buffer, src.buffer):
+        fail("err_unsupported_memory", "GpSimd ('nonzero_with_count') cannot access PSUM")
+    n = free_size(src.shape)
+    if dst.shape[0] != src.shape[0] or free_size(dst.shape) != n + 1:
+        fail("err_shape_mismatch", f"'dst' of 'nonzero_with_count' must have src's partitions and {n + 1} elements "
+                                   f"per partition, got {list(dst.shape)}")
+    v = tensor_values(src)
+    v = v.reshape(v.shape[0], src.shape[0], n)
+    out = tensor_values(dst).reshape(v.shape[0] if tensor_values(dst).shape[0] == v.shape[0] else 1,
+                                     dst.shape[0], n + 1).astype(np.int64)
+    out = np.broadcast_to(out, (v.shape[0],) + out.shape[1:]).copy()
+    for part in range(0, src.shape[0], 16):
+        row = v[:, part, :] != 0
+        count = row.sum(axis=1)
+        order = np.argsort(~row, axis=1, kind="stable")  # nonzero positions first, in order
+        idx = np.where(np.arange(n)[None, :] < count[:, None], order + int(index_offset), int(padding_val))
+        out[:, part, :n] = idx
+        out[:, part, n] = count
+    res = _result(out.reshape((out.shape[0],) + dst.shape), dst.dtype)
+    trace.compute(api, "gpsimd", [src, dst], res, n)
+    assign.assign(dst, res)
+
+
 def _not_emulated(api, why):
     def refuse(*args, **kwargs):
         fail("err_api_not_emulated", f"'nki.isa.{api}' is not emulated: {why} (docs/nki-emulator.md, API table)")
@@ -373,9 +488,6 @@ NOT_EMULATED = {
     "rng": "hardware random streams are not modelled", "rand_set_state": "hardware random streams are not modelled",
     "rand_get_state": "hardware random streams are not modelled",
     "set_rng_seed": "hardware random streams are not modelled",
-    "nonzero_with_count": "not emulated yet",
-    "local_gather": "the documented index layout across the 16-partition GpSimd groups is not fully specified",
-    "sequence_bounds": "the documented end-index convention is not specified (the stub's NumPy form is empty)",
     "tensor_copy_dynamic_src": "a legacy (SDK <= 2.26) API absent from the 2.28 list; register offsets are not "
                                "emulated",
     "tensor_copy_dynamic_dst": "a legacy (SDK <= 2.26) API absent from the 2.28 list; register offsets are not "
@@ -389,5 +501,6 @@ NEW_APIS = {
     "nc_match_replace8": nc_match_replace8, "nc_stream_shuffle": nc_stream_shuffle, "bn_stats": bn_stats,
     "bn_aggr": bn_aggr, "dropout": dropout, "tensor_copy_predicated": tensor_copy_predicated,
     "range_select": range_select, "select_reduce": select_reduce, "nc_n_gather": nc_n_gather,
-    "tensor_scalar_cumulative": tensor_scalar_cumulative,
+    "tensor_scalar_cumulative": tensor_scalar_cumulative, "local_gather": local_gather,
+    "sequence_bounds": sequence_bounds, "nonzero_with_count": nonzero_with_count,
 }

@@ -39,13 +39,13 @@ def _same(a, b):
         assert np.array_equal(x, y, equal_nan=True), np.nanmax(np.abs(x.astype(np.float64) - y))
 
 
-def check(kernel, input_sets, trace_member=None):
-    """Runs ``kernel`` batched and set by set; asserts equal outputs (and profiles)."""
+def check(kernel, input_sets, trace_member=None, target="trn1"):
+    """Runs ``kernel`` batched and set by set on ``target``; asserts equal outputs (and profiles)."""
     trace_member = len(input_sets) - 1 if trace_member is None else trace_member
-    batched = nki_emu.run_batched(kernel, input_sets, trace_member=trace_member)
+    batched = nki_emu.run_batched(kernel, input_sets, trace_member=trace_member, target=target)
     assert len(batched.outputs) == len(input_sets)
     for member, args in enumerate(input_sets):
-        single = nki_emu.run(kernel, args, trace=member == trace_member)
+        single = nki_emu.run(kernel, args, trace=member == trace_member, target=target)
         _same(single.outputs, batched.outputs[member])
         if member == trace_member:
             assert single.profile == batched.profile
@@ -426,3 +426,35 @@ def test_dma_copy_gather_with_oob_skip_per_member():
     sets = _sets(lambda s: rand(10, 6, seed=s),
                  lambda s: np.random.default_rng(s).integers(0, 14, (4, 1)).astype(np.int32))
     check(k, sets)
+
+
+def test_sdk228_gpsimd_gathers_and_bounds_match_their_per_seed_runs():
+    """local_gather, nc_n_gather, sequence_bounds and nonzero_with_count with member-specific data."""
+    import nki.isa as bisa
+
+    def k(src_hbm, idx_hbm, ids_hbm):
+        def sb(shape, dtype=np.float32):
+            return nl.ndarray(shape, dtype=dtype, buffer=nl.sbuf)
+        src, idx, ids = sb((16, 40)), sb((16, 2), np.uint16), sb((1, 12))
+        bisa.dma_copy(dst=src, src=src_hbm)
+        bisa.dma_copy(dst=idx, src=idx_hbm)
+        bisa.dma_copy(dst=ids, src=ids_hbm)
+        g = sb((16, 8))
+        bisa.local_gather(g, src, idx, num_elem_per_idx=2, num_valid_indices=4)
+        b = sb((1, 24))
+        bisa.sequence_bounds(b, ids)
+        nz = sb((16, 41), np.int32)
+        bisa.memset(nz, 0)
+        bisa.nonzero_with_count(nz, src)
+        outs = []
+        for t in (g, b, nz):
+            o = nl.ndarray(t.shape, dtype=t.dtype, buffer=nl.shared_hbm)
+            bisa.dma_copy(dst=o, src=t)
+            outs.append(o)
+        return tuple(outs)
+    rng = np.random.default_rng
+    sets = _sets(lambda s: np.where(rng(s).random((16, 40)) > 0.6, rand(16, 40, seed=s), 0).astype(np.float32),
+                 lambda s: rng(10 + s).integers(0, 39, (16, 2)).astype(np.uint16),
+                 lambda s: np.sort(rng(20 + s).integers(0, 4, (1, 12))).astype(np.float32))
+    _, outs = check(k, sets, target="trn2")
+    assert not np.array_equal(outs[0], outs[1])

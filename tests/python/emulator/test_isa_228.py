@@ -347,3 +347,51 @@ def test_dynamic_range_and_no_reorder():
         return _ret(acc)
     x = rand(4, 4)
     assert np.allclose(_run(k, x), 3 * x)
+
+
+def test_local_gather_per_16_partition_group():
+    def k(src_hbm, idx_hbm):
+        src, idx = _load(src_hbm), _load(idx_hbm)
+        out = _sb((32, 6 * 2))
+        nisa.local_gather(dst=out, src_buffer=src, index=idx, num_elem_per_idx=2, num_valid_indices=6)
+        return _ret(out)
+    src = rand(32, 40)
+    idx = np.random.default_rng(5).integers(0, 39, (32, 2)).astype(np.uint16)
+    got = _run(k, src, idx)
+    want = np.empty((32, 12), np.float32)
+    for g in range(2):
+        offsets = [int(idx[g * 16 + r, c]) for c in range(2) for r in range(16)][:6]  # partition-first order
+        for p in range(g * 16, g * 16 + 16):
+            want[p] = np.concatenate([src[p, o:o + 2] for o in offsets])
+    assert np.array_equal(got, want)
+
+
+def test_sequence_bounds_runs_and_padding():
+    def k(ids_hbm):
+        ids = _load(ids_hbm)
+        out = _sb((1, 2, 10))
+        nisa.sequence_bounds(dst=out, segment_ids=ids)
+        return _ret(out)
+    ids = np.array([[0, 3, 3, 3, 5, 0, 0, 7, 7, 2]], np.float32)
+    got = _run(k, ids)
+    start = [10, 1, 1, 1, 4, 10, 10, 7, 7, 9]
+    end = [-1, 4, 4, 4, 5, -1, -1, 9, 9, 10]
+    assert np.array_equal(got, np.array([[start, end]], np.float32))
+
+
+def test_nonzero_with_count_on_core_partitions():
+    def k(x_hbm):
+        x = _load(x_hbm)
+        out = _sb((32, 9), nl.int32)
+        nisa.memset(out, 5)
+        nisa.nonzero_with_count(dst=out, src=x, index_offset=16, padding_val=-1)
+        return _ret(out)
+    x = np.zeros((32, 8), np.float32)
+    x[0, [1, 2, 5]] = 1.0
+    x[16, [0]] = 2.0
+    x[3, [4]] = 1.0  # not a core's first partition: ignored
+    got = _run(k, x)
+    assert list(got[0]) == [17, 18, 21, -1, -1, -1, -1, -1, 3]
+    assert list(got[16]) == [16, -1, -1, -1, -1, -1, -1, -1, 1]
+    assert (got[3] == 5).all()
+    expect_error("err_unsupported_arch", lambda: _run(k, x, target="trn1"))

@@ -8,7 +8,8 @@ are calibration knobs of ``targets.Target`` (reciprocal, tensor_tensor).
 import math
 
 # info keys the formulas read (the tracer keeps only these in its records)
-INFO_KEYS = ("n_stationary", "fp32", "onezero", "transpose", "partitions", "in_psum", "value")
+INFO_KEYS = ("n_stationary", "fp32", "onezero", "transpose", "partitions", "in_psum", "value", "elem_per_idx",
+             "itemsize")
 
 
 def cycles(op, n, info, engine, target):
@@ -60,8 +61,13 @@ def cycles(op, n, info, engine, target):
         return n  # [D S3]
     if op == "tensor_copy_predicated":
         return max(mii, n) if info.get("in_psum") else max(mii, 2 * n)  # [D S3]
-    if op in ("tensor_partition_reduce", "nc_n_gather"):
+    if op in ("tensor_partition_reduce", "nc_n_gather", "sequence_bounds", "nonzero_with_count"):
         return 150 + n  # GpSimd start (as iota) + one element per cycle [I]
+    if op == "local_gather":
+        # 150 + (num_valid_indices * k) / C, C = ((28 + t*k) / (t*k)) / min(4 / dtype_size, k), t = 4 [D S3]
+        k, t = info.get("elem_per_idx", 1), 4
+        c = ((28 + t * k) / (t * k)) / min(4 / info.get("itemsize", 4), k)
+        return 150 + n / c
     # activation, tensor_scalar, tensor_reduce, tensor_copy, memset, bn_stats, dropout, range_select,
     # select_reduce, nc_stream_shuffle, nc_match_replace8 [D S3]; tensor_scalar_cumulative [I]: max(MIN_II, N)
     return max(mii, n)
