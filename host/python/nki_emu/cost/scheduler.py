@@ -146,6 +146,12 @@ class Scheduler:
                 ports = ports + ("sbuf",)
             for p in ports:
                 start = max(start, self.ports[p])
+        elif touches_psum and engine in ("vector", "scalar"):
+            # trn2 lifts the shared ports, but VectorE and ScalarE still cannot access the
+            # same PSUM bank at once [D nki-facts §3.1, S4 trn2 guide]
+            ports = tuple(("psum", self.bank_of.get(key, key)) for key in psum_blocks)
+            for p in ports:
+                start = max(start, self.ports.get(p, 0.0))
         end = start + duration
         self.free[engine] = end
         for p in ports:
