@@ -16,11 +16,12 @@ from .tensor import values as tensor_values, write as tensor_write
 
 
 class engine(enum.IntEnum):
-    """Engine enum [D S3]: tensor=1, scalar=2, gpsimd=3, vector=5, sync=6, unknown=0."""
+    """Engine enum [D S3]: tensor=1, scalar=2, gpsimd=3, vector=5, sync=6, unknown=0; dma=4 [D S9]."""
     unknown = 0
     tensor = 1
     scalar = 2
     gpsimd = 3
+    dma = 4  # SDK 2.28 [D nki.isa stub]
     vector = 5
     sync = 6
 

@@ -55,11 +55,14 @@ def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_on
     if dst.buffer != "psum":
         fail("err_unsupported_memory", f"Expected operand 'dst' of 'nc_matmul' to be in address space 'psum', "
                                        f"but got a tile in '{dst.buffer}' instead.")
-    if perf_mode not in (None, matmul_perf_mode.none, "none"):
-        fail("err_api_not_emulated", "nc_matmul perf_mode=double_row (FP8 double-row mode) is not emulated")
-    res = isa.nc_matmul(stationary, moving, is_stationary_onezero=is_stationary_onezero,
-                        is_moving_onezero=is_moving_onezero, is_transpose=is_transpose,
-                        tile_position=tile_position, tile_size=tile_size)
+    if perf_mode in (matmul_perf_mode.double_row, "double_row"):
+        res = _double_row(stationary, moving)
+    elif perf_mode not in (None, matmul_perf_mode.none, "none"):
+        fail("err_invalid_perf_mode", f"perf_mode of 'nc_matmul' must be none or double_row, got {perf_mode!r}")
+    else:
+        res = isa.nc_matmul(stationary, moving, is_stationary_onezero=is_stationary_onezero,
+                            is_moving_onezero=is_moving_onezero, is_transpose=is_transpose,
+                            tile_position=tile_position, tile_size=tile_size)
     run = runtime.current()
     key = (dst.root.uid, dst.layout.offset if dst.layout is not None else None, dst.shape)
     started = run.psum_groups if run is not None else set()
@@ -68,6 +71,33 @@ def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_on
         assign.assign(dst, res)  # first matmul of the accumulation group
     else:
         assign.accumulate(dst, res, np.add)
+
+
+_FP8 = ("float8_e4m3", "float8_e5m2")
+
+
+def _double_row(stationary, moving):
+    """FP8 double-row matmul (NC-v3+): stationary (K, 2, M), moving (K, 2, N), both fp8; the
+    contraction runs over the partitions and the first free axis (size 2): a PSUM (M, N) fp32
+    tile; TensorE at twice the rate (nki-facts §2.9)."""
+    if isa.get_nc_version() == nc_version.gen2:
+        fail("err_unsupported_arch", "nc_matmul perf_mode=double_row needs NeuronCore-v3 (trn2) or newer")
+    for t, what in ((stationary, "stationary"), (moving, "moving")):
+        on_chip(t, what, "nc_matmul")
+        if t.buffer != "sbuf" or len(t.shape) != 3 or t.shape[1] != 2 or dtypes.name(t.dtype) not in _FP8:
+            fail("err_double_row_operand", f"'{what}' of a double_row nc_matmul must be an fp8 SBUF tile of shape "
+                                           f"[K, 2, F], got {list(t.shape)} {dtypes.name(t.dtype)}")
+    k, m, n = stationary.shape[0], stationary.shape[2], moving.shape[2]
+    if moving.shape[0] != k or m > 128 or n > 512:
+        fail("err_double_row_operand", f"double_row nc_matmul needs equal partitions, M <= 128, N <= 512; got "
+                                       f"stationary{list(stationary.shape)} moving{list(moving.shape)}")
+    a = tensor_values(stationary).astype(np.float32).reshape(-1, 2 * k, m)
+    b = tensor_values(moving).astype(np.float32).reshape(-1, 2 * k, n)
+    vals = np.matmul(a.swapaxes(1, 2), b) if runtime.computing() else np.zeros((a.shape[0], m, n), np.float32)
+    out = NkiTensor.fresh(vals, np.float32, "psum")
+    trace.compute("nc_matmul", "tensor", [stationary, moving], out, n, n_stationary=m, fp32=False,
+                  double_row=True, flops=2 * 2 * k * m * n)
+    return out
 
 
 def nc_transpose(dst, data, engine=engine.unknown, name=None):

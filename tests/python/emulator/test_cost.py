@@ -346,3 +346,27 @@ def test_trn2_vector_and_scalar_share_psum_except_one_bank():
     t1.compute("vector", 100.0, [], [], psum_blocks=[(1, 0)], touches_psum=True)
     start_trn1, _ = t1.compute("scalar", 100.0, [], [], psum_blocks=[(2, 0)], touches_psum=True)
     assert start_same >= end and start_other == 0.0 and start_trn1 >= 100.0
+
+
+def test_trn2_vector_performance_mode_for_16_bit_tiles():
+    """trn2 guide: tensor_copy/tensor_scalar 4x with 16-bit tiles all in SBUF, 2x with one in PSUM;
+    tensor_tensor 2x with all in SBUF; nothing on trn1 or for fp32 (nki-facts §3.3)."""
+    t2, t1 = targets.get("trn2"), targets.get("trn1")
+    assert formulas.cycles("tensor_scalar", 2048, {"dt16": "sbuf"}, "vector", t2) == 512
+    assert formulas.cycles("tensor_copy", 2048, {"dt16": "psum"}, "vector", t2) == 1024
+    assert formulas.cycles("tensor_tensor", 2048, {"dt16": "sbuf"}, "vector", t2) == 2048
+    assert formulas.cycles("tensor_scalar", 2048, {"dt16": "sbuf"}, "vector", t1) == 2048
+    assert formulas.cycles("tensor_scalar", 2048, {"dt16": "sbuf"}, "scalar", t2) == 2048
+    assert formulas.cycles("tensor_scalar", 2048, {}, "vector", t2) == 2048
+    import nki_emu
+    import neuronxcc.nki.isa as nisa
+    import neuronxcc.nki.language as nl
+
+    def k(x):
+        o = nl.ndarray(x.shape, dtype=nl.bfloat16, buffer=nl.shared_hbm)
+        t = nl.load(x, dtype=nl.bfloat16)
+        nl.store(o, nisa.tensor_scalar(t, op0=nl.multiply, operand0=2.0, engine=nisa.vector_engine))
+        return o
+    records, _ = nki_emu.run(k, [np.ones((128, 2048), np.float32)], keep_trace=True).trace
+    infos = [r[4] for r in records if r[0] == "C" and r[2] == "tensor_scalar"]
+    assert infos and infos[0].get("dt16") == "sbuf"

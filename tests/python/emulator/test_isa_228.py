@@ -395,3 +395,26 @@ def test_nonzero_with_count_on_core_partitions():
     assert list(got[16]) == [16, -1, -1, -1, -1, -1, -1, -1, 1]
     assert (got[3] == 5).all()
     expect_error("err_unsupported_arch", lambda: _run(k, x, target="trn1"))
+
+
+def test_nc_matmul_fp8_double_row():
+    def k(s_hbm, m_hbm):
+        s = _sb((16, 2, 8), nl.float8_e4m3)
+        m = _sb((16, 2, 32), nl.float8_e4m3)
+        nisa.dma_copy(dst=s, src=s_hbm)
+        nisa.dma_copy(dst=m, src=m_hbm)
+        p = _sb((8, 32), buffer=nl.psum)
+        nisa.nc_matmul(p, s, m, perf_mode=nisa.matmul_perf_mode.double_row)
+        r = _sb((8, 32))
+        nisa.tensor_copy(r, p)
+        return _ret(r)
+    rng = np.random.default_rng(7)
+    s = rng.integers(-3, 4, (16, 2, 8)).astype(np.float32)  # exact in fp8
+    m = rng.integers(-3, 4, (16, 2, 32)).astype(np.float32)
+    want = np.einsum("kjm,kjn->mn", s, m)
+    assert np.array_equal(_run(k, s, m), want)
+    expect_error("err_unsupported_arch", lambda: _run(k, s, m, target="trn1"))
+    from nki_emu.cost import formulas, targets
+    t2 = targets.get("trn2")
+    assert formulas.cycles("nc_matmul", 512, {"fp32": False, "double_row": True, "n_stationary": 128}, "tensor",
+                           t2) == 256

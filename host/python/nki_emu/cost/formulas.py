@@ -8,8 +8,12 @@ are calibration knobs of ``targets.Target`` (reciprocal, tensor_tensor).
 import math
 
 # info keys the formulas read (the tracer keeps only these in its records)
+# trn2 VectorE performance mode (S4 trn2 guide, nki-facts §3.3): tensor_copy/tensor_scalar 4x with
+# all tiles 16-bit in SBUF, 2x with one in PSUM; tensor_tensor 2x with all 16-bit in SBUF
+PERF_MODE_OPS = ("tensor_copy", "tensor_scalar", "tensor_tensor")
+
 INFO_KEYS = ("n_stationary", "fp32", "onezero", "transpose", "partitions", "in_psum", "value", "elem_per_idx",
-             "itemsize")
+             "itemsize", "double_row")
 
 
 def cycles(op, n, info, engine, target):
@@ -23,12 +27,20 @@ def cycles(op, n, info, engine, target):
     """
     mii = target.min_ii
     n = max(int(n), 1)
+    mode = info.get("dt16") if target.vector_perf_mode and engine == "vector" else None
+    if mode:  # trn2 VectorE performance mode [D S4 trn2 guide]; contiguity not checked [I]
+        if op in ("tensor_copy", "tensor_scalar"):
+            return max(mii, n / (4 if mode == "sbuf" else 2))
+        if op == "tensor_tensor" and mode == "sbuf":
+            return max(mii, n)  # 2x of the 2N two-input rate
     if op == "nc_matmul":
         base = max(min(64, info.get("n_stationary", 128)), n)
         if info.get("fp32", True):
             base *= target.onezero_factor if info.get("onezero") else target.fp32_matmul_factor
         if info.get("transpose"):
             base /= target.transpose_speedup
+        if info.get("double_row"):
+            base /= 2  # FP8 double-row mode: 2x matmul throughput [D S9 nc_matmul]
         return base
     if op == "nc_transpose":
         p = info.get("partitions", 128)

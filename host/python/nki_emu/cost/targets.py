@@ -44,6 +44,7 @@ class Target:
     onezero_factor: int = 2  # fp32 with is_*_onezero "2x better" [D S3]
     transpose_speedup: float = 1.0  # trn2 fp32 transpose mode 2x [D S4]
     shared_ports: bool = True  # trn1: DVE/GpSimd share SBUF port, DVE/ACT share PSUM [D S3]
+    vector_perf_mode: bool = False  # trn2: VectorE 2x/4x for 16-bit tensor_copy/tensor_scalar/tensor_tensor [D S4]
     peak_flops: float = 91.75e12  # profiler's hfu denominator [M nki-facts §3.8]
     dram_bytes_per_s: float = 410e9  # profiler's peak_flops_bandwidth_ratio denominator [M]
 
@@ -75,7 +76,7 @@ TRN2 = replace(
     TRN1, name="trn2", label="unvalidated",
     clock_ghz={"tensor": 2.4, "vector": 0.96, "scalar": 1.2, "gpsimd": 1.2},  # [D S4 trn2 guide]
     dma_bytes_per_ns=23.0, sbuf_partition_bytes=224 * 1024, transpose_speedup=2.0,
-    shared_ports=False, peak_flops=79e12, dram_bytes_per_s=362e9,
+    shared_ports=False, vector_perf_mode=True, peak_flops=79e12, dram_bytes_per_s=362e9,
 )
 
 TARGETS = {"trn1": TRN1, "trn2": TRN2}

@@ -25,11 +25,13 @@ import math
 import numpy as np
 
 from . import formulas, metrics, targets
+from ..dtypes import name as name_of
 from ..layout import gather_flat, gather_inb, gather_signature
 from .residency import Residency
 from .scheduler import HBM_CHUNK, Scheduler
 
 ON_CHIP = ("sbuf", "psum")
+_DT16 = ("bfloat16", "float16")
 
 
 class Instr:
@@ -216,6 +218,12 @@ class Tracer:
                 place = [(key, site, kind, bpp) for key in keys]
         info = {k: v for k, v in p.info.items() if k in formulas.INFO_KEYS}
         info["sbuf"] = any_sbuf
+        if p.op in formulas.PERF_MODE_OPS:
+            tiles = list(p.reads) + ([out] if out is not None else [])
+            if tiles and all(name_of(t.dtype) in _DT16 for t in tiles):
+                # trn2 VectorE performance mode [D nki-facts §3.3]; only set when true, so fp32
+                # records (all of NKIBench) are unchanged
+                info["dt16"] = "sbuf" if all(t.buffer == "sbuf" for t in tiles) else "psum"
         self.records.append(("C", p.engine, p.op, p.n, info, reads, writes, psum_blocks,
                              sbuf_reads, sbuf_writes, place))
         m.instructions += 1
