@@ -61,8 +61,8 @@ def test_fuse_reciprocal_refuses_shared_or_clobbered_reciprocal():
     in_place = H.edit(KERNEL, "        y_t = nl.multiply", "        d_t[0:128, 0:1] = a_t[0:128, 0:1]\n"
                       "        y_t = nl.multiply")
     H.not_applicable(in_place, "fuse_reciprocal")
-    with_dtype = H.edit(KERNEL, "nl.multiply(a_t, r_t)", "nl.multiply(a_t, r_t, dtype=nl.float32)")
-    H.not_applicable(with_dtype, "fuse_reciprocal")
+    with_dtype = H.edit(KERNEL, "nl.multiply(a_t, r_t)", "nl.multiply(a_t, r_t, dtype=nl.bfloat16)")
+    H.not_applicable(with_dtype, "fuse_reciprocal")  # dtype=float32 alone is a no-op (float32 kernels)
 
 
 def test_reciprocal_to_scalar_engine():

@@ -9,6 +9,8 @@ RANGE_CALLS = LOOP_CALLS + ("range",)
 SCALAR_FUNCS = {"float", "int", "abs", "min", "max", "round"}
 # builtins that never write into their arguments
 PURE_BUILTINS = SCALAR_FUNCS | {"range", "len", "slice", "tuple", "list", "isinstance", "print", "str", "bool"}
+# modules whose calls never write kernel tensors (np.float32(...), np.dtype(...).type(...), math.sqrt)
+PURE_MODULES = {"np", "numpy", "math"}
 SCALAR_MODULE_FUNCS = {"sqrt", "exp", "log", "float32", "float64", "ceil", "floor", "prod"}
 # NKI call keywords through which a call writes an existing tile.
 WRITE_KWARGS = {"reduce_res"}
@@ -74,6 +76,17 @@ def root_name(expr):
             return None
 
 
+def _target_parts(t):
+    """The assignment target ``t`` and, for tuple/list/starred targets, their parts (index
+    expressions inside a subscript target are reads, not targets)."""
+    yield t
+    if isinstance(t, (ast.Tuple, ast.List)):
+        for e in t.elts:
+            yield from _target_parts(e)
+    elif isinstance(t, ast.Starred):
+        yield from _target_parts(t.value)
+
+
 def written_roots(src, node):
     """Names whose tensors may be written inside ``node``.
 
@@ -89,7 +102,7 @@ def written_roots(src, node):
         elif isinstance(n, (ast.AugAssign, ast.AnnAssign)):
             targets = [n.target]
         for t in targets:
-            for sub in ast.walk(t):
+            for sub in _target_parts(t):
                 if isinstance(sub, (ast.Subscript, ast.Attribute)) or \
                         (isinstance(n, ast.AugAssign) and isinstance(sub, ast.Name)):
                     r = root_name(sub)
@@ -104,7 +117,8 @@ def written_roots(src, node):
                     out.add(root_name(dst))
             elif qual is None:
                 func_root = root_name(n.func) if isinstance(n.func, ast.Attribute) else None
-                if func_root in src.aliases or (isinstance(n.func, ast.Name) and n.func.id in PURE_BUILTINS):
+                if func_root in src.aliases or func_root in PURE_MODULES or \
+                        (isinstance(n.func, ast.Name) and n.func.id in PURE_BUILTINS):
                     continue
                 if isinstance(n.func, ast.Attribute) and n.func.attr in ("reshape", "broadcast_to", "astype",
                                                                          "expand_dims", "view"):

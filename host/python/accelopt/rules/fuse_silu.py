@@ -39,7 +39,7 @@ def _match(src, func, node):
         for x, s in (ops, ops[::-1]):
             inl = P.Inlining(src, func, stmt)
             x2 = sigmoid_arg(src, inl, s)
-            if x2 is not None and P.pure(x) and P.same_expr(x, x2) and inl.safe():
+            if x2 is not None and P.pure(x, src) and P.same_expr(x, x2) and inl.safe():
                 return x, inl, stmt
         return None
     ops = _divide_operands(src, node)
@@ -47,7 +47,7 @@ def _match(src, func, node):
         x, d = ops
         inl = P.Inlining(src, func, stmt)
         x2 = exp_chain(src, inl, inl.look(d))
-        if x2 is not None and P.pure(x) and P.same_expr(x, x2) and inl.safe():
+        if x2 is not None and P.pure(x, src) and P.same_expr(x, x2) and inl.safe():
             return x, inl, stmt
     return None
 

@@ -1,11 +1,11 @@
 """The rule vocabulary: rule name -> module (documented in docs/rules.md)."""
-from . import (fuse_reciprocal, fuse_sigmoid, fuse_silu, hoist, merge_tensor_scalar, reciprocal_to_scalar,
-               square_to_activation, tunable, widen)
+from . import (evict_engine, fuse_reciprocal, fuse_sigmoid, fuse_silu, hoist, hoist_invariant, hoist_transpose,
+               interchange, merge_tensor_scalar, reciprocal_to_scalar, square_to_activation, tunable, widen)
 from .base import uniquify
 from .errors import NotApplicable
 
 _MODULES = (tunable, hoist, widen, fuse_reciprocal, fuse_sigmoid, fuse_silu, reciprocal_to_scalar,
-            square_to_activation, merge_tensor_scalar)
+            square_to_activation, merge_tensor_scalar, hoist_transpose, evict_engine, hoist_invariant, interchange)
 
 RULES = {m.NAME: m for m in _MODULES}
 

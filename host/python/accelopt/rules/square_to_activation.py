@@ -25,7 +25,7 @@ def candidates(src):
             if A.enclosing(src, node, (ast.FunctionDef, ast.AsyncFunctionDef)) is not func:
                 continue
             ops = P.multiply_operands(src, node)
-            if ops is None or not P.same_expr(*ops) or not P.pure(ops[0]) or not P.is_tile(src, ops[0], tiles):
+            if ops is None or not P.same_expr(*ops) or not P.pure(ops[0], src) or not P.is_tile(src, ops[0], tiles):
                 continue
             stmt = A.statement_of(src, node)
             a = src.segment(ops[0])

@@ -56,7 +56,7 @@ def _is_j(node, j):
     return isinstance(node, ast.Name) and node.id == j
 
 
-def _mul_j(expr, j):
+def mul_j(expr, j):
     """W for ``j * W`` or ``W * j`` (W free of j), else None."""
     if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mult):
         for a, b in ((expr.left, expr.right), (expr.right, expr.left)):
@@ -65,7 +65,7 @@ def _mul_j(expr, j):
     return None
 
 
-def _mul_j1(expr, j):
+def mul_j1(expr, j):
     """W for ``(j + 1) * W``, ``W * (j + 1)`` or ``j * W + W``, else None."""
     if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mult):
         for a, b in ((expr.left, expr.right), (expr.right, expr.left)):
@@ -75,7 +75,7 @@ def _mul_j1(expr, j):
                                                           for p in pair):
                     return b
     if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
-        w = _mul_j(expr.left, j)
+        w = mul_j(expr.left, j)
         if w is not None and ast.dump(w) == ast.dump(expr.right):
             return w
     return None
@@ -125,7 +125,7 @@ def _analyse(src, func, loop):
         last = idx.elts[-1]
         if not isinstance(last, ast.Slice) or last.step is not None or last.lower is None or last.upper is None:
             continue
-        w0, w1 = _mul_j(last.lower, j), _mul_j1(last.upper, j)
+        w0, w1 = mul_j(last.lower, j), mul_j1(last.upper, j)
         if w0 is None or w1 is None or ast.dump(w0) != ast.dump(w1):
             continue
         if not any(isinstance(e, ast.Slice) for e in idx.elts[:-1]):
@@ -171,12 +171,12 @@ def _analyse(src, func, loop):
     made = {n.id for s in loop.body for n in A.name_stores(s)}
     for n in ast.walk(func):
         if isinstance(n, ast.Name) and n.id in made and id(n) not in inside \
-                and isinstance(n.ctx, ast.Load) and not _rebound_first(src, n, loop):
+                and isinstance(n.ctx, ast.Load) and not rebound_first(src, n, loop):
             return None
     return info
 
 
-def _rebound_first(src, name_node, loop):
+def rebound_first(src, name_node, loop):
     """True if ``name_node`` sits in another for loop whose body assigns the name (a plain
     ``name = ...``) in a statement before any statement that mentions it otherwise."""
     other = A.enclosing(src, name_node, (ast.For,))

@@ -1,0 +1,115 @@
+"""Rule ``evict_engine``: pin a PSUM -> SBUF copy (eviction) to ScalarE or VectorE.
+
+``nl.copy(p)`` / ``nisa.tensor_copy(p)`` of a PSUM tile ``p`` leave the engine
+to the compiler (engine=unknown, nki-facts §3.5). Each engine runs its own
+in-order instruction stream (nki-facts §3.2), so an eviction queued on the
+engine that also runs the next tile's elementwise chain makes that chain wait
+for the TensorE result. Pinning the evictions to the other engine lets the
+two streams overlap: ``nisa.tensor_copy(p, engine=nisa.scalar_engine)`` (or
+``vector_engine``). Both engines read PSUM; the copy costs max(MIN_II, N)
+cycles on either (nki-facts §3.3; ScalarE runs at 1.4 GHz, VectorE at 1.12).
+GpSimd cannot read PSUM (nki-facts §4.5) and is never proposed.
+
+Preconditions: the source operand is provably in PSUM: a name (or a subscript
+of a name) bound only to ``nl.zeros/ndarray(..., buffer=nl.psum)`` or to
+``nl.matmul``/``nisa.nc_matmul``/``nl.transpose``/``nisa.nc_transpose``
+results; the copy has no arguments besides the source, ``dtype`` (kept
+unless float32) and ``mask=None``; an existing ``engine=`` other than
+unknown is respected (then only the other engine is proposed).
+"""
+import ast
+
+from . import analysis as A
+from . import patterns as P
+from .base import Candidate
+from .imports import isa_prefix
+
+NAME = "evict_engine"
+SUMMARY = "Pin a PSUM-to-SBUF copy to ScalarE or VectorE so it stops blocking the other engine's stream."
+
+_PSUM_RESULTS = {"nl.matmul", "nisa.nc_matmul", "nl.transpose", "nisa.nc_transpose"}
+_ENGINES = {"scalar": "scalar_engine", "vector": "vector_engine"}
+
+
+def psum_names(src, func):
+    """Names of ``func`` every binding of which is a PSUM tile (see the module docstring)."""
+    defs = {}
+    for node in ast.walk(func):
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                for n in A.name_stores(t):
+                    defs.setdefault(n.id, []).append(node.value if t is n else None)
+        elif isinstance(node, (ast.For, ast.comprehension, ast.NamedExpr, ast.AnnAssign)):
+            for n in A.name_stores(node.target):
+                defs.setdefault(n.id, []).append(None)
+        elif isinstance(node, ast.With):
+            for item in node.items:
+                for n in A.name_stores(item.optional_vars) if item.optional_vars is not None else ():
+                    defs.setdefault(n.id, []).append(None)
+    out = set()
+    for name, values in defs.items():
+        if values and all(v is not None and _psum_value(src, v) for v in values):
+            out.add(name)
+    return out
+
+
+def _psum_value(src, v):
+    qual = src.call_name(v)
+    if qual in _PSUM_RESULTS:
+        return True
+    if qual in ("nl.zeros", "nl.ndarray"):
+        return any(k.arg == "buffer" and src.qualname(k.value) == "nl.psum" for k in v.keywords)
+    return False
+
+
+def candidates(src):
+    """One candidate per (PSUM copy, engine it is not already pinned to)."""
+    out = []
+    for func in A.functions(src.tree):
+        psum = psum_names(src, func)
+        if not psum:
+            continue
+        for node in ast.walk(func):
+            qual = src.call_name(node)
+            if qual not in ("nl.copy", "nisa.tensor_copy"):
+                continue
+            keys = ("src", "mask", "dtype", "engine")
+            if node.args and len(node.args) > 1 or any(k.arg is None for k in node.keywords):
+                continue
+            args = dict(zip(keys, node.args))
+            args.update({k.arg: k.value for k in node.keywords})
+            if "x" in args:  # nl.copy(x=...)
+                args["src"] = args.pop("x")
+            if set(args) - set(keys) or "src" not in args:
+                continue
+            if "mask" in args and not P.trivial(src, "mask", args["mask"]):
+                continue
+            root = A.root_name(args["src"])
+            if root not in psum:
+                continue
+            current = args.get("engine")
+            pinned = None if current is None or P.trivial(src, "engine", current) else \
+                (current.attr if isinstance(current, ast.Attribute) else "?")
+            stmt = A.statement_of(src, node)
+            site_base = P.label(src, stmt)
+            for eng, attr in _ENGINES.items():
+                if pinned in (attr, eng, "?") or (pinned is not None and pinned not in _ENGINES.values()):
+                    continue
+                out.append(_cand(src, node, args, eng, attr, site_base))
+    return out
+
+
+def _cand(src, node, args, eng, attr, site_base):
+    def edits():
+        isa, extra = isa_prefix(src)
+        parts = [src.segment(args["src"])]
+        if "dtype" in args and not P.trivial(src, "dtype", args["dtype"]):
+            parts.append(f"dtype={src.segment(args['dtype'])}")
+        parts.append(f"engine={isa}.{attr}")
+        return [src.replace_node(node, f"{isa}.tensor_copy({', '.join(parts)})")] + extra
+
+    other = "vector" if eng == "scalar" else "scalar"
+    return Candidate(src, f"{site_base}@{eng}", f"evict the PSUM tile in '{site_base}' on the {eng} engine "
+                     f"(off the {other} engine's in-order stream)", edits,
+                     {"target": site_base, "engine": eng},
+                     {other: 0.6, "tensor": 0.3}, 52.0 if eng == "scalar" else 46.0)
