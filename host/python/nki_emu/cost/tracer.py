@@ -32,6 +32,14 @@ from .scheduler import HBM_CHUNK, Scheduler
 
 ON_CHIP = ("sbuf", "psum")
 _DT16 = ("bfloat16", "float16")
+_DT16_OF = {}  # dtype -> is it BF16/FP16 (cached: checked for every tensor_copy/tensor_scalar/tensor_tensor)
+
+
+def _is_dt16(dtype):
+    known = _DT16_OF.get(dtype)
+    if known is None:
+        known = _DT16_OF[dtype] = name_of(dtype) in _DT16
+    return known
 
 
 class Instr:
@@ -220,7 +228,7 @@ class Tracer:
         info["sbuf"] = any_sbuf
         if p.op in formulas.PERF_MODE_OPS:
             tiles = list(p.reads) + ([out] if out is not None else [])
-            if tiles and all(name_of(t.dtype) in _DT16 for t in tiles):
+            if tiles and all(_is_dt16(t.dtype) for t in tiles):
                 # trn2 VectorE performance mode [D nki-facts §3.3]; only set when true, so fp32
                 # records (all of NKIBench) are unchanged
                 info["dt16"] = "sbuf" if all(t.buffer == "sbuf" for t in tiles) else "psum"
