@@ -97,7 +97,7 @@ def dma_copy(dst, src, dst_rmw_op=None, oob_mode=_OOB.error, dge_mode=_DGE.unkno
     _trace(src, dst)
 
 
-_DEFAULT_AXES = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}
+DEFAULT_AXES = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}
 
 
 def dma_transpose(dst, src, axes=None, dge_mode=_DGE.unknown, oob_mode=_OOB.error, name=None):
@@ -108,8 +108,8 @@ def dma_transpose(dst, src, axes=None, dge_mode=_DGE.unknown, oob_mode=_OOB.erro
     _operand(src, "src", "dma_transpose")
     _dge(dge_mode, "dma_transpose", (_DGE.unknown, _DGE.hwdge, _DGE.swdge))
     rank = len(src.shape)
-    perm = tuple(int(a) for a in axes) if axes is not None else _DEFAULT_AXES.get(rank)
-    if perm not in _DEFAULT_AXES.values() or len(perm) != rank:
+    perm = tuple(int(a) for a in axes) if axes is not None else DEFAULT_AXES.get(rank)
+    if perm not in DEFAULT_AXES.values() or len(perm) != rank:
         fail("err_dma_transpose_axes", f"'dma_transpose' supports axes (1, 0), (2, 1, 0) and (3, 1, 2, 0) for "
                                        f"2-/3-/4-D tiles, got {axes} for src{list(src.shape)}")
     if dge_mode == _DGE.hwdge and (src.shape[0] != 16 or src.shape[-1] % 128 or src.itemsize != 2):

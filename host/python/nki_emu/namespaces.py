@@ -19,7 +19,7 @@ from .signatures import checked
 INTERNAL = {
     "language": frozenset({"HBM_BUFFERS", "LoopReduceResult", "NkiTensor", "check_allocation", "elementwise", "usable_sbuf_bytes",
                            "fail", "free_size", "mask_array", "on_chip", "tensor_values", "tensor_write", "values"}),
-    "isa": frozenset({"checked", "dual"}),
+    "isa": frozenset({"call", "checked", "dual", "fail"}),
     "typing": frozenset({"Annotation"}),
 }
 

@@ -77,13 +77,14 @@ def checked(api, fn):
     return wrapper
 
 
-def dual(api, legacy, beta2, is_beta2):
+def dual(api, legacy, beta2, is_beta2, dst_selects=True):
     """Public API ``api`` with two forms: the legacy ``neuronxcc.nki`` one (returns a
     tile) and the SDK 2.28 ``dst=`` one. ``is_beta2(args, kwargs)`` picks the form;
-    ``dst=`` given as a keyword always selects the 2.28 form. Arguments are checked
+    with ``dst_selects``, ``dst=`` given as a keyword always selects the 2.28 form (not
+    for APIs whose legacy form has a ``dst`` keyword too). Arguments are checked
     against the chosen form's signature."""
     def dispatcher(*args, **kwargs):
-        form = beta2 if ("dst" in kwargs or is_beta2(args, kwargs)) else legacy
+        form = beta2 if ((dst_selects and "dst" in kwargs) or is_beta2(args, kwargs)) else legacy
         try:
             return form(*args, **kwargs)
         except TypeError as exc:

@@ -381,7 +381,7 @@ def test_sdk228_dst_forms_dma_and_new_ops_match_their_per_seed_runs():
         bisa.bn_aggr(ag, st)
         g = sb((16, 4))
         bisa.nc_n_gather(g, y, idx)
-        bisa.nc_stream_shuffle(outs[9], x, [(i + 3) % 16 for i in range(16)] + [255] * 16)
+        bisa.nc_stream_shuffle(dst=outs[9], src=x, shuffle_mask=[(i + 3) % 16 for i in range(16)] + [255] * 16)
         bisa.tensor_scalar_cumulative(outs[10], x, nl.multiply, nl.add, 1.0)
         tr = sb((32, 16))
         bisa.dma_transpose(tr, x_hbm)

@@ -418,3 +418,61 @@ def test_nc_matmul_fp8_double_row():
     t2 = targets.get("trn2")
     assert formulas.cycles("nc_matmul", 512, {"fp32": False, "double_row": True, "n_stationary": 128}, "tensor",
                            t2) == 256
+
+
+def test_legacy_tile_returning_forms_of_the_new_instructions():
+    """SDK 2.26 (neuronxcc.nki) spelled these instructions without dst: they return a tile."""
+    import neuronxcc.nki.isa as legacy
+
+    def k(x_hbm, y_hbm):
+        x, y = nl.load(x_hbm), nl.load(y_hbm)
+        r = nl.ndarray((16, 1), dtype=np.float32, buffer=nl.sbuf)
+        outs = [legacy.scalar_tensor_tensor(data=x, op0=nl.multiply, operand0=2.0, op1=nl.add, operand1=y),
+                legacy.tensor_scalar_reduce(data=x, op0=nl.add, operand0=1.0, reduce_op=nl.add, reduce_res=r),
+                legacy.max8(src=x), legacy.bn_aggr(legacy.bn_stats(x)), legacy.dropout(x, 0.0),
+                legacy.tensor_partition_reduce(nl.add, x), legacy.dma_transpose(x_hbm)]
+        legacy.dma_copy(dst=y, src=x_hbm, mask=None)
+        return tuple(_ret(t) for t in outs) + (_ret(r), _ret(y))
+    x, y = rand(16, 32), rand(16, 32, seed=1)
+    stt, tsr, top, ag, dr, pr, tr, r, cp = _run(k, x, y, target="trn1")
+    assert np.allclose(stt, 2 * x + y) and np.allclose(tsr, x + 1) and np.allclose(r, (x + 1).sum(1, keepdims=True))
+    assert np.array_equal(top, -np.sort(-x, axis=1)[:, :8]) and np.array_equal(dr, x) and np.array_equal(tr, x.T)
+    assert np.allclose(ag, np.stack([x.mean(1), x.var(1)], 1), rtol=1e-4, atol=1e-5)
+    assert np.allclose(pr, x.sum(0, keepdims=True), rtol=1e-5) and np.array_equal(cp, x)
+    def masked(x_hbm):
+        legacy.max8(src=nl.load(x_hbm), mask=nl.arange(16)[:, None] < 8)
+    err = expect_error("err_api_not_emulated", lambda: _run(masked, x))
+    assert "mask=" in err.message
+
+
+def test_legacy_forms_of_gathers_bounds_and_match():
+    import neuronxcc.nki.isa as legacy
+
+    def k(src_hbm, idx_hbm, ids_hbm):
+        src, idx, ids = nl.load(src_hbm), nl.load(idx_hbm), nl.load(ids_hbm)
+        g = legacy.local_gather(src, idx, 2, 4)
+        b = legacy.sequence_bounds(segment_ids=ids)
+        top = legacy.max8(src=src)
+        where = legacy.nc_find_index8(data=src, vals=top)
+        rep = legacy.nc_match_replace8(data=src, vals=top, imm=0.0)
+        return _ret(g), _ret(b), _ret(where), _ret(rep)
+    src = rand(16, 40)
+    idx = np.random.default_rng(2).integers(0, 39, (16, 2)).astype(np.uint16)
+    ids = np.array([[1, 1, 0, 4]], np.float32)
+    g, b, where, rep = _run(k, src, idx, ids, target="trn1")
+    offsets = [int(idx[r, c]) for c in range(2) for r in range(16)][:4]
+    assert g.shape == (16, 4, 2) and np.array_equal(g, np.stack([[src[p, o:o + 2] for o in offsets] for p in range(16)]))
+    assert np.array_equal(b, np.array([[[0, 0, 4, 3], [2, 2, -1, 4]]], np.float32))
+    order = np.argsort(-src, axis=1)[:, :8]
+    want = src.copy()
+    np.put_along_axis(want, order, 0.0, axis=1)
+    assert np.array_equal(where, order) and np.array_equal(rep, want)
+
+
+def test_nc_stream_shuffle_positional_tiles_are_ambiguous():
+    """SDK 2.26 took (src, dst, mask), 2.28 takes (dst, src, mask): refused, never guessed."""
+    def k(x_hbm):
+        x = _load(x_hbm)
+        nisa.nc_stream_shuffle(_sb(x.shape), x, list(range(32)))
+    err = expect_error("err_ambiguous_positional_arguments", _run, k, rand(32, 4))
+    assert "dst=" in err.message
