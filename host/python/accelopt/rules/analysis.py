@@ -263,6 +263,10 @@ class Scalars:
                 out.setdefault(target.id, []).append("int")
             else:
                 out.setdefault(target.id, []).append(value)
+        elif isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)) \
+                and len(value.elts) == len(target.elts) and not any(isinstance(e, ast.Starred) for e in target.elts):
+            for elt, val in zip(target.elts, value.elts):  # M, K = 4096, 1024
+                Scalars._collect(elt, val, out)
         elif isinstance(target, (ast.Tuple, ast.List)):
             shape = isinstance(value, ast.Attribute) and value.attr == "shape"
             for elt in target.elts:

@@ -13,8 +13,8 @@ GpSimd cannot read PSUM (nki-facts §4.5) and is never proposed.
 Preconditions: the source operand is provably in PSUM: a name (or a subscript
 of a name) bound only to ``nl.zeros/ndarray(..., buffer=nl.psum)`` or to
 ``nl.matmul``/``nisa.nc_matmul``/``nl.transpose``/``nisa.nc_transpose``
-results; the copy has no arguments besides the source, ``dtype`` (kept
-unless float32) and ``mask=None``; an existing ``engine=`` other than
+results; the copy has no arguments besides the source, ``dtype`` and
+``mask`` (both kept unless trivial: float32, None); an existing ``engine=`` other than
 unknown is respected (then only the other engine is proposed).
 """
 import ast
@@ -82,8 +82,6 @@ def candidates(src):
                 args["src"] = args.pop("x")
             if set(args) - set(keys) or "src" not in args:
                 continue
-            if "mask" in args and not P.trivial(src, "mask", args["mask"]):
-                continue
             root = A.root_name(args["src"])
             if root not in psum:
                 continue
@@ -103,8 +101,9 @@ def _cand(src, node, args, eng, attr, site_base):
     def edits():
         isa, extra = isa_prefix(src)
         parts = [src.segment(args["src"])]
-        if "dtype" in args and not P.trivial(src, "dtype", args["dtype"]):
-            parts.append(f"dtype={src.segment(args['dtype'])}")
+        for key in ("mask", "dtype"):
+            if key in args and not P.trivial(src, key, args[key]):
+                parts.append(f"{key}={src.segment(args[key])}")
         parts.append(f"engine={isa}.{attr}")
         return [src.replace_node(node, f"{isa}.tensor_copy({', '.join(parts)})")] + extra
 

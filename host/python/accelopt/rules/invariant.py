@@ -91,8 +91,9 @@ def deletions(src, loop, stmts):
 
 def has_compute(src, stmts):
     """True if any statement computes (an NKI call other than nl.load)."""
-    return any(src.call_name(n) not in (None, "nl.load") for s in stmts for n in ast.walk(s.value)
-               if isinstance(n, ast.Call))
+    return any((src.call_name(n) not in (None, "nl.load")
+                or (isinstance(n.func, ast.Attribute) and n.func.attr == "broadcast_to"))
+               for s in stmts for n in ast.walk(s.value) if isinstance(n, ast.Call))
 
 
 def has_load(src, stmts):
