@@ -27,7 +27,9 @@ def test_propose_is_deterministic_and_json():
     assert a == b and a["plans"], a
     assert json.loads(json.dumps(a)) == a
     for plan in a["plans"]:
-        assert set(plan) == {"id", "rule", "description", "params"}
+        # with metrics every plan also names its documented effect and a predicted gain (docs/rules.md)
+        assert set(plan) == {"id", "rule", "description", "params", "effect", "predicted_gain"}
+        assert plan["effect"] and "nki-facts §" in plan["effect"] and 0.0 <= plan["predicted_gain"] <= 0.9
         assert plan["id"].startswith(plan["rule"] + ":") and "\n" not in plan["description"]
         assert plan["rule"] in rules.RULES
     assert len({p["id"] for p in a["plans"]}) == len(a["plans"])
@@ -35,6 +37,8 @@ def test_propose_is_deterministic_and_json():
     c = rules.propose(dict(req, seed=8))
     assert sorted(p["id"] for p in c["plans"]) == sorted(p["id"] for p in a["plans"])
     assert len(rules.propose(dict(req, max_plans=2))["plans"]) == 2
+    # without metrics there is nothing to predict from
+    assert all("predicted_gain" not in p for p in rules.propose(dict(req, metrics={}))["plans"])
 
 
 def test_ranking_follows_the_bottleneck():

@@ -1,13 +1,13 @@
 """``propose`` and ``apply``: the JSON contract of the rule-based proposer.
 
-propose(request) -> {"plans": [{"id", "rule", "description", "params"}]}
+propose(request) -> {"plans": [{"id", "rule", "description", "params", "effect"[, "predicted_gain"]}]}
 apply(request)   -> {"source", "diff"} or {"error": {"kind", "message"}}
 
 Neither raises for bad input; see docs/rules.md.
 """
 import random
 
-from . import registry
+from . import effects, registry
 from .errors import NotApplicable
 from .source import Source, unified_diff
 
@@ -58,10 +58,15 @@ def score(cand, metrics):
     return s
 
 
-def _plan(rule, cand):
+def _plan(rule, cand, busy=None):
     params = dict(cand.params)
     params["site"] = cand.site
-    return {"id": f"{rule}:{cand.site}", "rule": rule, "description": cand.description, "params": params}
+    plan = {"id": f"{rule}:{cand.site}", "rule": rule, "description": cand.description, "params": params,
+            "effect": effects.EFFECTS.get(rule, "")}
+    gain = effects.predicted_gain(rule, cand.relieves, busy or {})
+    if gain is not None:
+        plan["predicted_gain"] = gain
+    return plan
 
 
 def propose(request):
@@ -97,6 +102,7 @@ def propose(request):
     except NotApplicable as exc:
         return dict(plans=[], **_error("bad_source", exc))
     tried = set(history)
+    busy = _busy(metrics)
     scored = []
     for rule, module in registry.RULES.items():
         if only is not None and rule not in only:
@@ -106,7 +112,7 @@ def propose(request):
         except NotApplicable:
             continue
         for cand in cands:
-            plan = _plan(rule, cand)
+            plan = _plan(rule, cand, busy)
             if plan["id"] in tried:
                 continue
             s = score(cand, metrics) - (25.0 if rule in tried else 0.0)

@@ -1,0 +1,126 @@
+"""Search quality without an LLM: rule-based search with a budget of candidates per problem (issue 17).
+
+    /usr/bin/python3.11 bench/search_quality.py /path/to/published/NKIBench [--budget 40]
+        [--problems silu,rmsnorm_matmul,add_rmsnorm_matmul,mamba,matmul_add_rmsnorm | all]
+        [--pipeline mcgs|beam] [--build build] [--run-dir runs] [--report RUN_DIR]
+
+Runs ``accelopt-host run`` on ``pipelines/nkibench-mcgs.yaml`` (budgeted graph
+search, ``vars.budget``) or, with ``--pipeline beam`` (or when the MCGS
+pipeline is missing), ``pipelines/nkibench-optimize.yaml`` with 3 iterations of
+8 plans and a beam of 2 (8 + 16 + 16 = 40 candidates at most), always with
+``vars.mode=rules`` on the full-size cases. Every candidate goes through the
+pipeline's profile stage (sandboxed worker, 5 seeds + hidden set, anti-cheat
+rules), as LLM candidates do. Then prints per problem: baseline and best
+estimated latency (ms), speedup, AccelOpt's measured speedup on trn1 (its
+gpt-oss-120b run, docs/rules.md "Search quality"), % of peak before and after,
+candidates profiled, and the geomean. ``--report RUN_DIR`` only re-reads a
+finished run. Latest output: docs/benchmarks/search-quality.txt.
+"""
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+
+REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+FIVE = ["silu", "rmsnorm_matmul", "add_rmsnorm_matmul", "mamba", "matmul_add_rmsnorm"]
+# AccelOpt's committed NKIBench run on trn1 (gpt-oss-120b): best speedup per problem
+# (its repository, experiments/full_complete_local/results/11110904_best_plan_id.csv; issue 17)
+ACCELOPT = {"adamw": 1.059, "add_rmsnorm_matmul": 1.158, "bmm": 1.064, "bmm_softmax": 1.000, "gqa_full": 1.106,
+            "lora": 1.000, "mamba": 1.268, "matmul": 0.997, "matmul_add_rmsnorm": 1.000, "rmsnorm_matmul": 1.056,
+            "rope_single_freq_apply": 1.300, "silu": 1.671, "swiglu": 1.000, "transpose_matmul": 1.027}
+
+
+def _command(args, problems):
+    mcgs = os.path.join(REPO, "pipelines", "nkibench-mcgs.yaml")
+    use_mcgs = args.pipeline == "mcgs" and os.path.exists(mcgs)
+    sets = [f"vars.nkibench={os.path.abspath(args.nkibench)}", "vars.mode=rules", "vars.cases=full",
+            "vars.rel_tol_overrides={mamba: 3.0e-5}", f"vars.problems=[{', '.join(problems)}]",
+            f"vars.max_parallel={args.parallel}"]
+    if use_mcgs:
+        pipeline = mcgs
+        sets += [f"vars.budget={args.budget}"]
+    else:
+        pipeline = os.path.join(REPO, "pipelines", "nkibench-optimize.yaml")
+        sets += ["vars.iterations=3", "vars.plans=8", "vars.beam=2"]
+    run = os.path.join(args.run_dir, time.strftime("%Y%m%d-%H%M%S") + f"-search-quality-{label_of(use_mcgs)}")
+    cmd = [os.path.join(args.build, "accelopt-host"), "run", pipeline, "--run-dir", run]
+    for s in sets:
+        cmd += ["--set", s]
+    return cmd, label_of(use_mcgs), run
+
+
+def label_of(use_mcgs):
+    """Pipeline label for the report ("mcgs" or "beam")."""
+    return "mcgs" if use_mcgs else "beam"
+
+
+def report(run, pipeline_label, out=sys.stdout):
+    """Prints the per-problem table of a finished run directory; returns the rows (list of dict)."""
+    with open(os.path.join(run, "optimize_report.json"), encoding="utf-8") as handle:
+        rep = json.load(handle)
+    rows = sorted(rep["rows"], key=lambda r: r["problem"])
+    print(f"run {run} ({pipeline_label}, mode {rep.get('mode')}, target {rep.get('target')})", file=out)
+    print(f"{'problem':24s} {'base ms':>9s} {'best ms':>9s} {'speedup':>8s} {'AccelOpt':>8s} {'>=AO':>4s} "
+          f"{'peak% before':>12s} {'after':>6s} {'cands':>5s} {'ok':>4s}", file=out)
+    logs, ao_logs, ge, peak_before, peak_after = [], [], 0, [], []
+    for r in rows:
+        sp = r.get("speedup") or 1.0
+        ao = ACCELOPT.get(r["problem"])
+        cand = r.get("candidates") or {}
+        better = ao is not None and sp >= ao
+        ge += better
+        logs.append(math.log(sp))
+        if ao:
+            ao_logs.append(math.log(ao))
+        pb, pa = r.get("percent_of_peak_before"), r.get("percent_of_peak_after")
+        if pb is not None and pa is not None:
+            peak_before.append(pb)
+            peak_after.append(pa)
+        print(f"{r['problem']:24s} {r['original_latency_ms']:9.4f} {r['best_latency_ms']:9.4f} {sp:8.3f} "
+              f"{(ao or float('nan')):8.3f} {('yes' if better else 'no'):>4s} {(pb or float('nan')):12.1f} "
+              f"{(pa or float('nan')):6.1f} {cand.get('candidates', 0):5d} {cand.get('correct', 0):4d}", file=out)
+    if rows:
+        geo = math.exp(sum(logs) / len(logs))
+        geo_ao = math.exp(sum(ao_logs) / len(ao_logs)) if ao_logs else float("nan")
+        print(f"geomean speedup {geo:.3f} (AccelOpt on the same problems {geo_ao:.3f}); at or above AccelOpt on "
+              f"{ge} of {len(rows)}", file=out)
+        if peak_before:
+            print(f"average % of peak {sum(peak_before) / len(peak_before):.1f} -> "
+                  f"{sum(peak_after) / len(peak_after):.1f}", file=out)
+    return rows
+
+
+def main(argv=None):
+    """Runs the search (or re-reads ``--report``) and prints the table; returns the exit status."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("nkibench", help="NKIBench directory (the published one for the issue's targets)")
+    ap.add_argument("--budget", type=int, default=40)
+    ap.add_argument("--problems", default=",".join(FIVE), help="comma-separated, or 'all'")
+    ap.add_argument("--pipeline", choices=["mcgs", "beam"], default="mcgs")
+    ap.add_argument("--build", default=os.path.join(REPO, "build"))
+    ap.add_argument("--run-dir", default=os.path.join(REPO, "runs"))
+    ap.add_argument("--parallel", type=int, default=2, help="candidates profiled at once")
+    ap.add_argument("--report", help="re-read this finished run directory instead of running")
+    args = ap.parse_args(argv)
+    if args.report:
+        report(args.report, "report only")
+        return 0
+    problems = sorted(ACCELOPT) if args.problems == "all" else args.problems.split(",")
+    cmd, label, run = _command(args, problems)
+    os.makedirs(args.run_dir, exist_ok=True)
+    print("$ " + " ".join(f"'{c}'" if " " in c or "{" in c else c for c in cmd), flush=True)
+    started = time.time()
+    rc = subprocess.call(cmd)
+    if not os.path.exists(os.path.join(run, "optimize_report.json")):
+        print(f"no report (exit status {rc})", file=sys.stderr)
+        return rc or 1
+    print(f"wall time {time.time() - started:.0f} s, exit status {rc}")
+    report(run, label)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

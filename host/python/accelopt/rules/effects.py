@@ -1,0 +1,64 @@
+"""The documented effect each rule relies on, and its predicted gain from profile metrics.
+
+``EFFECTS[rule]`` names the hardware effect (engine time, DMA count or bytes,
+overlap) with its source in docs/nki-facts.md; it is shown in every plan
+(``effect``). ``GAINS[rule]`` is the rule author's estimate of the fraction of
+the relieved resource's busy time the move removes. With profile metrics,
+``predicted_gain`` (a fraction of the latency, 0..1) is
+
+    gain x max over relieved resources r of  w_r x busy_r x min(1, busy_r / busy_max)
+
+where busy_r is the resource's active fraction (``*_active_time_percent``),
+busy_max that of the busiest one (the bottleneck), and w_r the plan's weight
+on r: a move pays in full only on the bottleneck, and on another engine only
+as far as that engine is nearly as busy. "instructions" counts as half the
+bottleneck's busy fraction (every instruction has a fixed cost on some
+engine, nki-facts §3.2).
+"""
+
+EFFECTS = {
+    "tunable": "tile size: fewer, larger instructions and DMAs (fixed costs per instruction and DMA, nki-facts §3.2, §3.4)",
+    "retile": "tile size: fewer, larger instructions and DMAs (fixed costs per instruction and DMA, nki-facts §3.2, §3.4)",
+    "hoist_load": "DMA count and HBM bytes: one load instead of one per iteration (nki-facts §3.4)",
+    "dedupe_load": "DMA count and HBM bytes: the same data is loaded once (nki-facts §3.4)",
+    "hoist_invariant": "engine instructions and DMAs: loop-invariant work runs once (nki-facts §3.2, §3.4)",
+    "interchange": "DMA count and HBM bytes: loads of the new outer loop's data are reused across the inner loop "
+                   "(nki-facts §2.4, §3.4)",
+    "widen_loop": "instruction and DMA count: wider free-dimension tiles (nki-facts §3.2, §3.4)",
+    "fuse_reciprocal": "VectorE time: the reciprocal instruction disappears (nki-facts §3.3)",
+    "fuse_sigmoid": "VectorE/ScalarE time: one activation replaces a 3-4 instruction chain (nki-facts §3.2, §3.3)",
+    "fuse_silu": "VectorE/ScalarE time: one activation replaces a 4-5 instruction chain (nki-facts §3.2, §3.3)",
+    "reciprocal_to_scalar": "engine balance: reciprocal moves from VectorE (2N-8N cycles) to ScalarE (N) (nki-facts §3.3)",
+    "square_to_activation": "engine balance: a VectorE tensor_tensor (2N) becomes a ScalarE activation (N) (nki-facts §3.3)",
+    "merge_tensor_scalar": "instruction count: a two-op tensor_scalar costs one instruction (nki-facts §3.3)",
+    "scale_to_activation": "engine balance: the multiply moves to ScalarE's scale= (free in an activation, "
+                           "nki-facts §3.2)",
+    "hoist_transpose": "TensorE time and PSUM copies: nl.matmul's operand transposes run once per tile instead of "
+                       "once per output block (nki-facts §3.5)",
+    "evict_engine": "overlap: PSUM evictions leave the in-order stream of the engine that runs the next tile's "
+                    "elementwise chain (nki-facts §3.2)",
+}
+
+GAINS = {
+    "tunable": 0.15, "retile": 0.15, "hoist_load": 0.3, "dedupe_load": 0.2, "hoist_invariant": 0.2,
+    "interchange": 0.5, "widen_loop": 0.15, "fuse_reciprocal": 0.3, "fuse_sigmoid": 0.5, "fuse_silu": 0.8,
+    "reciprocal_to_scalar": 0.25, "square_to_activation": 0.2, "merge_tensor_scalar": 0.15,
+    "scale_to_activation": 0.15, "hoist_transpose": 0.3, "evict_engine": 0.2,
+}
+
+
+def predicted_gain(rule, relieves, busy):
+    """Predicted latency fraction saved (0..1, rounded to 3 digits), or None without metrics.
+
+    ``relieves``: {resource: weight}; ``busy``: {resource: active fraction 0..1} (api._busy).
+    """
+    if not busy:
+        return None
+    top = max(busy.values())
+    if top <= 0:
+        return 0.0
+    best = 0.0
+    for res, w in relieves.items():
+        b = 0.5 * top if res == "instructions" else busy.get(res, 0.0)
+        best = max(best, w * b * min(1.0, b / top))
+    return round(min(0.9, GAINS.get(rule, 0.1) * best), 3)
