@@ -15,6 +15,7 @@ PACKAGES=(
   libcurl4-openssl-dev libcli11-dev libsqlite3-dev libsqlitecpp-dev
   libkainjow-mustache-dev libcpp-httplib-dev libssl-dev libseccomp-dev
   python3-matplotlib chromium   # report charts (docs/reports.md); chromium only for the screenshot test
+  python3-torch                 # CPU torch: FlashInfer-Bench references and python solutions (docs/flashinfer.md)
   slurm-wlm munge               # the one-node cluster of scripts/slurm-local.sh (docs/scale-out.md)
 )
 

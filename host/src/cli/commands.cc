@@ -213,6 +213,11 @@ int RunCommand(const RunOptions& given, const std::vector<std::string>& argv) {
     std::fflush(nullptr);
     std::_Exit(result.ExitCode());
   }
+  // A stage that found the run cannot work as configured (kind usage_error,
+  // e.g. an LLM-only pipeline without an endpoint) makes it a usage error.
+  for (const auto& [id, stage] : result.stages.items())
+    if (stage.is_object() && stage["error"].is_object() && stage["error"].value("kind", "") == "usage_error")
+      return kExitUsage;
   return result.ExitCode();
 }
 

@@ -12,6 +12,7 @@
 #include "cli/prompts_command.h"
 #include "cli/report_cli.h"
 #include "worker/worker_main.h"
+#include "cli/flashinfer_cli.h"  // flashinfer validate (docs/flashinfer.md)
 
 int main(int argc, char** argv) {
   accelopt::TuneAllocatorForArrays();  // host and workers (same binary)
@@ -91,6 +92,7 @@ int main(int argc, char** argv) {
   render_cmd->add_flag("--json", prompts.json, "Print [{stage, system, user}] as JSON");
 
   accelopt::cli::ReportCommands report_commands(app);  // report, runs, runs show, compare
+  accelopt::cli::FlashinferCommands flashinfer_commands(app);  // flashinfer validate
 
   // Internal: one worker process of the pool (docs/isolation.md); not for users.
   accelopt::worker::WorkerMainOptions worker;
@@ -105,7 +107,7 @@ int main(int argc, char** argv) {
   worker_cmd->add_option("--memory", worker_memory);
   worker_cmd->add_option("--cpu", worker_cpu);
   worker_cmd->add_flag("--no-sandbox", worker_no_sandbox);
-  worker_cmd->add_option("--backend", worker.backend)->check(CLI::IsMember({"emulator", "neuron"}));
+  worker_cmd->add_option("--backend", worker.backend)->check(CLI::IsMember({"emulator", "neuron", "torch"}));
 
   try {
     app.parse(argc, argv);
@@ -114,6 +116,7 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : accelopt::cli::kExitUsage;
   }
   spdlog::set_level(spdlog::level::from_str(log_level));
+  if (int code = 0; flashinfer_commands.Dispatch(&code)) return code;  // flashinfer validate
 
   if (*worker_cmd) {
     worker.memory_bytes = std::strtoull(worker_memory.c_str(), nullptr, 10);

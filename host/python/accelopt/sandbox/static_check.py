@@ -77,6 +77,14 @@ _ATTRIBUTE_BUILTINS = frozenset({"getattr", "hasattr"})
 _NKI_ROOTS = ("neuronxcc", "nki")
 _NKI_ALLOWED_ATTRIBUTES = frozenset({"load", "save"})
 
+# Profile "fib" (FlashInfer-Bench solutions: ordinary PyTorch/Triton code, several
+# files): relative imports between the solution's own files are allowed, and the
+# NKI-only names (the emulator's storage and cost model) are not refused; `tl.load`
+# and `tl.store` are Triton's instructions (docs/flashinfer.md).
+_FIB_ALLOWED_ATTRIBUTES = frozenset({"data", "arr", "tolist", "tobytes", "runtime", "cost", "tracer", "Tracer",
+                                     "scheduler", "formulas", "residency", "last_profile", "benchmark_result"})
+_FIB_LOAD_ROOTS = ("triton",)
+
 
 class Violation:
     """One finding: ``kind`` (forbidden_import|forbidden_access), ``line`` (1-based) and ``message``."""
@@ -95,7 +103,9 @@ def _is_dunder(name):
 
 
 class _Scanner(ast.NodeVisitor):
-    def __init__(self):
+    def __init__(self, profile="nki"):
+        self.fib = profile == "fib"
+        self.forbidden_attributes = FORBIDDEN_ATTRIBUTES - _FIB_ALLOWED_ATTRIBUTES if self.fib else FORBIDDEN_ATTRIBUTES
         self.found = []
         self.module_aliases = {}  # local name -> imported module path
 
@@ -117,13 +127,17 @@ class _Scanner(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_ImportFrom(self, node):
-        if node.level:
+        if node.level and self.fib:
+            for alias in node.names:
+                if alias.name.startswith("_") and not _is_dunder(alias.name):
+                    self._add(FORBIDDEN_ACCESS, node, f"'from . import {alias.name}' is not allowed")
+        elif node.level:
             self._add(FORBIDDEN_IMPORT, node, "relative imports are not allowed in a kernel")
         elif self._check_module(node, node.module or ""):
             for alias in node.names:
                 if alias.name == "*":
                     continue
-                if alias.name.startswith("_") or alias.name in FORBIDDEN_ATTRIBUTES - _NKI_ALLOWED_ATTRIBUTES:
+                if alias.name.startswith("_") or alias.name in self.forbidden_attributes - _NKI_ALLOWED_ATTRIBUTES:
                     self._add(FORBIDDEN_ACCESS, node, f"'from {node.module} import {alias.name}' is not allowed")
                 self.module_aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
         self.generic_visit(node)
@@ -146,10 +160,10 @@ class _Scanner(ast.NodeVisitor):
             self._add(FORBIDDEN_ACCESS, node, f"access to '{name}' is not allowed in a kernel")
         elif name.startswith("_"):
             self._add(FORBIDDEN_ACCESS, node, f"access to private attribute '{name}' is not allowed in a kernel")
-        elif name in FORBIDDEN_ATTRIBUTES:
+        elif name in self.forbidden_attributes:
             root = self._attribute_root(node)
             module = self.module_aliases.get(root, "") if root else ""
-            nki = module.split(".")[0] in _NKI_ROOTS
+            nki = module.split(".")[0] in (_NKI_ROOTS + _FIB_LOAD_ROOTS if self.fib else _NKI_ROOTS)
             if not (nki and name in _NKI_ALLOWED_ATTRIBUTES):
                 self._add(FORBIDDEN_ACCESS, node, f"access to '.{name}' is not allowed in a kernel")
         self.generic_visit(node)
@@ -160,7 +174,7 @@ class _Scanner(ast.NodeVisitor):
             name = node.args[1] if len(node.args) > 1 else None
             if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
                 self._add(FORBIDDEN_ACCESS, node, f"{node.func.id}() with a computed attribute name is not allowed")
-            elif name.value.startswith("_") or name.value in FORBIDDEN_ATTRIBUTES:
+            elif name.value.startswith("_") or name.value in self.forbidden_attributes:
                 self._add(FORBIDDEN_ACCESS, node, f"{node.func.id}(..., {name.value!r}) is not allowed in a kernel")
             for child in list(node.args) + list(node.keywords):
                 self.visit(child)
@@ -206,22 +220,24 @@ class _Scanner(ast.NodeVisitor):
         self.generic_visit(node)
 
 
-def scan(source, filename="<kernel>"):
+def scan(source, filename="<kernel>", profile="nki"):
     """Returns the list of :class:`Violation` in ``source`` (str), in source order.
 
-    A source that does not parse yields no violations (the loader reports
-    the SyntaxError as a compile error).
+    ``profile``: "nki" (NKI kernels, the default) or "fib" (FlashInfer-Bench
+    solutions: relative imports within the solution and the NKI-only names
+    allowed). A source that does not parse yields no violations (the loader
+    reports the SyntaxError as a compile error).
     """
     try:
         tree = ast.parse(source, filename=filename)
     except (SyntaxError, ValueError):
         return []
-    scanner = _Scanner()
+    scanner = _Scanner(profile)
     scanner.visit(tree)
     return sorted(scanner.found, key=lambda v: (v.line, v.kind))
 
 
-def first_violation(source, filename="<kernel>"):
+def first_violation(source, filename="<kernel>", profile="nki"):
     """Returns the first :class:`Violation` (imports before accesses on a tie), or None."""
-    found = scan(source, filename)
+    found = scan(source, filename, profile)
     return found[0] if found else None

@@ -33,6 +33,8 @@ from ..backends.neuron import MAX_RETRIES, PERF_TOL
 from . import codec, draw_cache, draws, static_check
 
 PROFILE_CALL = ("accelopt.profile", "profile_kernel")
+# One trial of a FlashInfer-Bench solution or reference (accelopt.fib.trusted; docs/flashinfer.md).
+FIB_TRIAL_CALL = ("accelopt.fib.evaluate", "trial")
 
 # Error kinds added by isolated evaluation (documented in docs/isolation.md).
 TIMEOUT = "timeout"
@@ -154,6 +156,9 @@ def prepare(call, _blobs=()):
     result with an error).
     """
     blobs = []
+    if (call.get("module"), call.get("function")) == FIB_TRIAL_CALL:
+        from ..fib import trusted as fib_trusted
+        return fib_trusted.prepare_trial(call.get("arg") or {})
     if (call.get("module"), call.get("function")) != PROFILE_CALL:
         return {"plain": True}, []
     request = call.get("arg")
@@ -181,6 +186,9 @@ def prepare(call, _blobs=()):
 
 def discard(call):
     """Forgets a prepared call: ``{"token"}``. Returns True if it existed."""
+    if str(call.get("token", "")).startswith("fib-"):
+        from ..fib import trusted as fib_trusted
+        return fib_trusted.discard(call["token"])
     with _states_lock:
         return _states.pop(call.get("token"), None) is not None
 
@@ -420,6 +428,9 @@ def finish(call, blobs=()):
     token is a worker_error result).
     """
     token = call.get("token")
+    if str(token or "").startswith("fib-"):
+        from ..fib import trusted as fib_trusted
+        return fib_trusted.finish_trial(token, call.get("outcome") or {}, blobs), []
     with _states_lock:
         state = _states.get(token)
     if state is None:

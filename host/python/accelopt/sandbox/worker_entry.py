@@ -52,6 +52,8 @@ def startup(info):
         versions["sdk"] = _start_neuron()
     elif backend == "emulator":
         _start_emulator()
+    elif backend == "torch":
+        versions["torch"] = _start_torch()
     else:
         raise RuntimeError(f"unknown worker backend {backend!r}")
     untrusted.WORKER_BACKEND = backend
@@ -75,6 +77,16 @@ def _start_emulator():
     for name in ("targets", "formulas", "metrics", "residency", "scheduler", "tracer"):
         importlib.import_module("nki_emu.cost." + name)
     warm_up(None)  # lazy imports and caches, once, in the zygote
+
+
+def _start_torch():
+    """FlashInfer-Bench's CPU tier (docs/flashinfer.md): imports torch (one thread, as the
+    worker's OMP_NUM_THREADS says) and the trial harness once, in the zygote."""
+    import torch
+    torch.set_num_threads(1)
+    from ..fib import untrusted as fib_untrusted
+    fib_untrusted.warm_up()  # lazy imports and torch's first-call caches, once, in the zygote
+    return torch.__version__
 
 
 def _start_neuron():
@@ -124,6 +136,12 @@ def warm_up(info):
     """
     import numpy as np
     from . import codec, untrusted
+    if untrusted.WORKER_BACKEND == "torch":
+        from ..fib import untrusted as fib_untrusted
+        try:
+            return None if fib_untrusted.warm_up() == "ok" else "warm_up_failed"
+        except Exception as exc:  # noqa: BLE001 - a warm-up problem only costs speed
+            return type(exc).__name__
     if untrusted.WORKER_BACKEND not in (None, "emulator"):
         return None  # a hardware run would compile for seconds: no warm-up
     try:

@@ -1,0 +1,18 @@
+// plugins/flashinfer/stages.h - the FlashInfer-Bench stages (docs/flashinfer.md).
+#pragma once
+
+#include "accelopt/plugin_sdk.hpp"
+
+namespace accelopt_fib_plugin {
+
+nlohmann::json RunSelectTraces(accelopt::sdk::StageContext& ctx);
+nlohmann::json RunFibEvaluate(accelopt::sdk::StageContext& ctx);
+nlohmann::json RunFibSummary(accelopt::sdk::StageContext& ctx);
+nlohmann::json RunFibOptimizeInit(accelopt::sdk::StageContext& ctx);
+nlohmann::json RunFibPlan(accelopt::sdk::StageContext& ctx);
+nlohmann::json RunFibExecute(accelopt::sdk::StageContext& ctx);
+nlohmann::json RunFibSelect(accelopt::sdk::StageContext& ctx);
+nlohmann::json RunFibSummarize(accelopt::sdk::StageContext& ctx);
+nlohmann::json RunFibOptimizeReport(accelopt::sdk::StageContext& ctx);
+
+}  // namespace accelopt_fib_plugin
