@@ -288,11 +288,9 @@ int StagesCommand(bool as_json) {
   return kExitOk;
 }
 
-namespace {
-
 // `profile --isolation worker`: one sandboxed worker with a private scratch
 // dir, started for the backend the request resolves to (on neuron: pinned
-// to the first NeuronCore of --neuron-cores or neuron-ls).
+// to the first NeuronCore of --neuron-cores or neuron-ls). Also used by `moves`.
 nlohmann::json ProfileInWorker(const ProfileOptions& options, const nlohmann::json& request) {
   worker::PoolOptions pool_options;
   pool_options.workers = 1;
@@ -329,8 +327,6 @@ nlohmann::json ProfileInWorker(const ProfileOptions& options, const nlohmann::js
   std::filesystem::remove_all(scratch_template, ignored);
   return result;
 }
-
-}  // namespace
 
 int ProfileCommand(const ProfileOptions& options) {
   try {

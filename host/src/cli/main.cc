@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
+#include "cli/moves_command.h"
 #include "cli/prompts_command.h"
 #include "cli/report_cli.h"
 #include "worker/worker_main.h"
@@ -74,6 +75,20 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingDirectory);
   profile_cmd->add_option("--memory-limit", profile.memory_limit, "Address-space limit of the worker, e.g. 4G or 512M (default 4G; neuron backend: 3/4 of physical memory)");
 
+  accelopt::cli::MovesOptions moves;
+  auto* moves_cmd = app.add_subcommand("moves", "List the rule-based moves that apply to an NKI kernel, best first (docs/rules.md)");
+  moves_cmd->add_option("kernel", moves.kernel, "Kernel file (parsed, not executed, for the listing)")->required()->check(CLI::ExistingFile);
+  moves_cmd->add_option("--reference", moves.reference, "Profile the kernel against this reference first (sandboxed worker) and rank by its metrics")
+      ->check(CLI::ExistingFile);
+  moves_cmd->add_option("--target", moves.target, "trn1 or trn2")->check(CLI::IsMember({"trn1", "trn2"}));
+  moves_cmd->add_option("--rel-tol", moves.rel_tol, "Relative L2 tolerance of the profile (default 2e-5)")->check(CLI::PositiveNumber);
+  moves_cmd->add_option("--max", moves.max_moves, "Moves listed (default 30)")->check(CLI::NonNegativeNumber);
+  moves_cmd->add_flag("--json", moves.json, "Print {kernel, profile, plans} as JSON");
+  moves_cmd->add_option("--timeout", moves.profile.timeout_s, "Wall-clock limit of the profile in seconds (default 300)")->check(CLI::PositiveNumber);
+  moves_cmd->add_option("--memory-limit", moves.profile.memory_limit, "Address-space limit of the profiling worker (default 4G)");
+  moves_cmd->add_option("--python-path", moves.profile.python_paths, "Folder to add to the embedded Python's sys.path; repeatable")
+      ->check(CLI::ExistingDirectory);
+
   accelopt::cli::PromptsRenderOptions prompts;
   auto* prompts_cmd = app.add_subcommand("prompts", "Work with the LLM prompts (docs/optimize.md)");
   prompts_cmd->require_subcommand(1);
@@ -138,6 +153,7 @@ int main(int argc, char** argv) {
   if (*validate_cmd) return accelopt::cli::ValidateCommand(validate_pipeline, validate_sets);
   if (*stages_cmd) return accelopt::cli::StagesCommand(stages_json);
   if (*profile_cmd) return accelopt::cli::ProfileCommand(profile);
+  if (*moves_cmd) return accelopt::cli::MovesCommand(moves);
   if (*render_cmd) return accelopt::cli::PromptsRenderCommand(prompts);
   if (int code = 0; report_commands.Dispatch(&code)) return code;
   return accelopt::cli::kExitUsage;
