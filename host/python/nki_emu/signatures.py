@@ -89,9 +89,18 @@ def dual(api, legacy, beta2, is_beta2, dst_selects=True):
             return form(*args, **kwargs)
         except TypeError as exc:
             tb = exc.__traceback__
-            if tb is not None and tb.tb_next is None:
-                refuse(api, form, exc, kwargs)
-            raise
+            if tb is None or tb.tb_next is not None:
+                raise
+            # the arguments do not bind to the form the selector guessed: the other form, if
+            # they bind to it (nothing ran yet), else the refusal for the guessed form
+            other = legacy if form is beta2 else beta2
+            try:
+                return other(*args, **kwargs)
+            except TypeError as exc2:
+                tb2 = exc2.__traceback__
+                if tb2 is not None and tb2.tb_next is None:
+                    refuse(api, form, exc, kwargs)
+                raise
 
     dispatcher.__name__ = legacy.__name__
     dispatcher.__qualname__ = legacy.__name__

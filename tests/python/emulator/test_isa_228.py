@@ -476,3 +476,17 @@ def test_nc_stream_shuffle_positional_tiles_are_ambiguous():
         nisa.nc_stream_shuffle(_sb(x.shape), x, list(range(32)))
     err = expect_error("err_ambiguous_positional_arguments", _run, k, rand(32, 4))
     assert "dst=" in err.message
+
+
+def test_mixed_positional_and_keyword_2_28_calls_bind_to_the_2_28_form():
+    def k(a_hbm, b_hbm):
+        a, b = _load(a_hbm), _load(b_hbm)
+        out = _sb(a.shape)
+        nisa.tensor_tensor_scan(out, a, b, initial=0.0, op0=np.multiply, op1=np.add)
+        return _ret(out)
+    a, b = rand(4, 6), rand(4, 6, seed=1)
+    ref, prev = np.empty_like(a), np.zeros(4, np.float32)
+    for i in range(6):
+        prev = a[:, i] * prev + b[:, i]
+        ref[:, i] = prev
+    assert np.allclose(_run(k, a, b), ref, rtol=1e-5, atol=1e-6)
