@@ -18,7 +18,7 @@ Every function's arguments are checked against its signature
 from . import isa, isa_dma, isa_dst, isa_legacy_new, isa_new
 from .isa import (dge_mode, engine, gpsimd_engine, nc_version, oob_mode, reduce_cmd, scalar_engine,  # noqa: F401
                   sync_engine, tensor_engine, unknown_engine, vector_engine)
-from .isa_dst import matmul_perf_mode  # noqa: F401
+from .isa_dst import matmul_perf_mode  # noqa: F401 - public enum
 from .errors import fail
 from .signatures import call, checked, dual
 

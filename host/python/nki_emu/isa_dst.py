@@ -20,7 +20,7 @@ from . import assign, dtypes, isa, runtime, trace
 from .errors import fail
 from .isa import engine, nc_version, reduce_cmd
 from .operands import free_size, on_chip, result as _result
-from .tensor import HBM_BUFFERS, NkiTensor
+from .tensor import NkiTensor
 from .tensor import values as tensor_values
 
 
@@ -35,10 +35,6 @@ def dst_tile(dst, api):
 def _into(dst, result):
     """``dst[...] = result`` (shape check, cast to dst.dtype, trace retargeted to dst)."""
     assign.assign(dst, result)
-
-
-def _kw(engine_value):
-    return {} if engine_value is None else {"engine": engine_value}
 
 
 # --- TensorE ----------------------------------------------------------------------------
@@ -277,7 +273,3 @@ DST_SELECTORS = {
     "affine_select": lambda a, k: len(a) >= 1 and _tile(a[0]) or "pattern" in k,
 }
 
-
-def hbm_operand(x):
-    """True for an HBM tensor or view."""
-    return isinstance(x, NkiTensor) and x.buffer in HBM_BUFFERS
