@@ -43,11 +43,11 @@ SUMMARY = "Merge iterations of an elementwise affine_range loop into wider free-
 
 MAX_WIDTH = 4096  # elements per partition of a widened tile (16 KiB fp32 of ~176 KiB SBUF)
 
-_NL_OK = {"load", "store", "copy", "add", "subtract", "multiply", "divide", "maximum", "minimum",
+NL_OK = {"load", "store", "copy", "add", "subtract", "multiply", "divide", "maximum", "minimum",
           "power", "exp", "log", "sqrt", "rsqrt", "square", "reciprocal", "sigmoid", "tanh", "relu",
           "gelu", "gelu_apprx_tanh", "silu", "softplus", "mish", "erf", "abs", "sign", "sin", "cos",
           "negative", "identity"}
-_NISA_OK = {"activation", "tensor_scalar", "tensor_tensor", "reciprocal", "tensor_copy"}
+NISA_OK = {"activation", "tensor_scalar", "tensor_tensor", "reciprocal", "tensor_copy"}
 _OPERAND_KWARGS = {"operand0", "operand1", "scale", "bias", "op", "op0", "op1", "dtype", "reverse0",
                    "reverse1", "engine"}
 
@@ -107,7 +107,7 @@ def _analyse(src, func, loop):
             if q is None:
                 return None
             kind, name = q.split(".", 1)
-            if (kind == "nl" and name not in _NL_OK) or (kind == "nisa" and name not in _NISA_OK):
+            if (kind == "nl" and name not in NL_OK) or (kind == "nisa" and name not in NISA_OK):
                 return None
             if any(k.arg in ("mask", "reduce_res", "reduce_op", "reduce_cmd") or k.arg is None
                    for k in n.keywords):
