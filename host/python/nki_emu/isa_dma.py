@@ -4,9 +4,9 @@ Both move data between HBM and SBUF tiles (never PSUM) on the DMA queues. The
 cost model records them as the loads/stores of ``nl.load``/``nl.store`` (DMA
 model of nki-facts §3.4: ceil(P/8) of the 16 queues, bytes at 17 B/ns per queue
 on trn1, 23 B/ns on trn2); an SBUF -> SBUF copy is recorded as a load (its bytes
-then count as HBM reads: a known over-count, docs/nki-emulator.md). ``dge_mode``
-(descriptor generation) is validated (hardware DGE needs NeuronCore-v3) but
-does not change the estimate.
+then count as HBM reads: a known over-count, docs/nki-emulator.md). A transpose runs at
+90 % (from HBM) or 50 % (SBUF to SBUF) of the DMA bandwidth; ``dge_mode=hwdge`` (NC-v3
+only) delays the transfer by ~600 ns (``targets.Target``, nki-facts §3.1).
 """
 import numpy as np
 
@@ -56,9 +56,14 @@ def _skip_mask(t, mode, per_member_ok=False):
     return gather_inb(t.gather)
 
 
-def _trace(src, dst):
+def _trace(src, dst, dge=None, transpose=False):
     hbm_src, hbm_dst = src.buffer in HBM_BUFFERS, dst.buffer in HBM_BUFFERS
-    trace.dma("store" if (hbm_dst and not hbm_src) or (hbm_src and hbm_dst) else "load", src, dst)
+    info = {}
+    if dge == _DGE.hwdge:
+        info["dge"] = "hwdge"
+    if transpose:
+        info["transpose"] = "hbm" if hbm_src else "sbuf"
+    trace.dma("store" if (hbm_dst and not hbm_src) or (hbm_src and hbm_dst) else "load", src, dst, **info)
 
 
 def _finish(dst):
@@ -94,7 +99,7 @@ def dma_copy(dst, src, dst_rmw_op=None, oob_mode=_OOB.error, dge_mode=_DGE.unkno
         vals = tensor_values(dst).astype(np.float32) + vals.astype(np.float32)
     write(dst, vals, _skip_mask(dst, oob_mode))
     _finish(dst)
-    _trace(src, dst)
+    _trace(src, dst, dge_mode)
 
 
 DEFAULT_AXES = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}
@@ -124,4 +129,4 @@ def dma_transpose(dst, src, axes=None, dge_mode=_DGE.unknown, oob_mode=_OOB.erro
     vals = read(src).transpose((0,) + tuple(a + 1 for a in perm))
     write(dst, np.ascontiguousarray(vals).reshape(vals.shape[:1] + dst.shape))
     _finish(dst)
-    _trace(src, dst)
+    _trace(src, dst, dge_mode, transpose=True)

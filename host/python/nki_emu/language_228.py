@@ -36,7 +36,7 @@ def load_transpose2d(src, mask=None, dtype=None):
     out = NkiTensor.fresh(np.ascontiguousarray(vals), dtype or src.dtype, "sbuf",
                           valid=mask_array(mask, vals.shape[1:]))
     on_chip(out, "src", "load")
-    trace.dma("load", src, out, out=out)
+    trace.dma("load", src, out, out=out, transpose="hbm")
     return out
 
 

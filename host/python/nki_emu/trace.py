@@ -36,12 +36,14 @@ def compute(op, engine, reads, out, n, **info):
     return instr
 
 
-def dma(op, src, dst, out=None):
-    """Records a DMA (``nl.load``/``nl.store``) moving ``src`` to ``dst`` (tiles or views)."""
+def dma(op, src, dst, out=None, **info):
+    """Records a DMA (``nl.load``/``nl.store``) moving ``src`` to ``dst`` (tiles or views).
+    ``info``: ``transpose`` ("hbm"/"sbuf": a DMA transpose from HBM or SBUF) and ``dge``
+    ("hwdge": hardware descriptor generation) for the cost model (nki-facts §3.1, §3.4)."""
     tracer = _tracer()
     if tracer is None:
         return None
-    instr = tracer.dma(op, src, dst)
+    instr = tracer.dma(op, src, dst, info)
     if out is not None and out.is_root and out.producer is None:
         out.producer = instr
     return instr

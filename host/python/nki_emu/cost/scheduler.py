@@ -166,7 +166,8 @@ class Scheduler:
             self.end = end
         return start, end
 
-    def dma(self, partitions, nbytes, n_desc, reads, writes, direction="load", place=(), uses=()):
+    def dma(self, partitions, nbytes, n_desc, reads, writes, direction="load", place=(), uses=(), efficiency=1.0,
+            delay_ns=0.0):
         """Schedules one DMA of ``nbytes`` in ``n_desc`` contiguous chunks over
         ceil(P/8) DMA engines (nki-facts §3.4); returns (start, end).
 
@@ -175,13 +176,14 @@ class Scheduler:
         gap at or after its ready time (engines have many queues, so a DMA waiting for
         its data does not block later ones, but concurrent transfers share the engine's
         bandwidth). With ``dma_shared_queues`` False loads and stores use separate
-        timelines. The transfer completes dma_latency_ns after its occupancy.
+        timelines. The transfer completes dma_latency_ns after its occupancy. ``efficiency``
+        scales the bandwidth (DMA transposes); ``delay_ns`` delays the start (hardware DGE).
         """
         t = self.t
         n_q = max(1, min(t.dma_queues, -(-max(partitions, 1) // t.dma_partitions_per_queue)))
         lanes = self.queues[direction]
-        occupancy = t.dma_fixed_ns + (n_desc / n_q) * t.dma_desc_ns + (nbytes / n_q) / t.dma_bytes_per_ns
-        ready = self.ready(reads, "dma")
+        occupancy = t.dma_fixed_ns + (n_desc / n_q) * t.dma_desc_ns + (nbytes / n_q) / (t.dma_bytes_per_ns * efficiency)
+        ready = self.ready(reads, "dma") + delay_ns
         if place:
             ready = max(ready, self.place(place))
         first = self.rr[direction] if n_q < t.dma_queues else 0

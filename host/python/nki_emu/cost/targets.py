@@ -21,6 +21,10 @@ class Target:
     dma_partitions_per_queue: int = 8  # 128 partitions over 16 engines [D S3 arch]
     dma_shared_queues: bool = True  # loads and stores share the 16 DMA engines' bandwidth (else separate timelines) [I, fitted]
     dma_fixed_ns: float = 0.0  # per-DMA queue occupancy (descriptor generation, semaphore write) [I, fitted]
+    dma_transpose_efficiency_hbm: float = 0.9  # DMA transpose HBM->SBUF: "up to 90 %" of DMA throughput [D S4 trn2
+    #                                            guide]; trn1's "much lower bandwidth" is not quantified [I same]
+    dma_transpose_efficiency_sbuf: float = 0.5  # SBUF->SBUF: "up to 50 %" [D S4 trn2 guide; I for trn1]
+    hwdge_ns: float = 600.0  # hardware DGE, per dma_copy instruction [D S4 nki-dge] (NC-v3 only)
     sbuf_partition_bytes: int = 192 * 1024  # [D] trn1 192 KiB; trn2 224 KiB
     sbuf_reserved_bytes: int = 16 * 1024  # compiler reserve [D S3 compiler/sbuf.py]
     hoist_share: float = 0.0  # max SBUF share kept for hoisted (loop-invariant) loads [I, fitted]

@@ -140,9 +140,9 @@ class Tracer:
         self.pending = Instr(op, engine, reads, out, n, info)
         return self.pending
 
-    def dma(self, op, src, dst):
+    def dma(self, op, src, dst, info=None):
         self.flush()
-        self.pending = Instr(op, "dma", [src], dst, 0, {})
+        self.pending = Instr(op, "dma", [src], dst, 0, info or {})
         if op == "store":
             self.flush()
         return self.pending
@@ -264,14 +264,14 @@ class Tracer:
                 block = self._tiles(dst)[0]
                 bpp = self._root_geo(dst.root)[1]
             self.records.append(("L", partitions, nbytes, n_desc, key, block, bpp,
-                                 self._region(src), self._region(dst), self._place(dst)))
+                                 self._region(src), self._region(dst), self._place(dst)) + _dma_extra(p.info))
             self.m.add_access("sbuf", "write", nbytes)
         else:
             # outputs (shared_hbm) are not read back by NKIBench kernels: skip their
             # writer bookkeeping; private/`nl.hbm` scratch (spills) is tracked.
             writes = [] if dst.buffer == "shared_hbm" else [self._region(dst)]
             self.records.append(("S", partitions, nbytes, n_desc, self._sbuf_reads([src]),
-                                 self._region(src), writes, dst.buffer != "shared_hbm"))
+                                 self._region(src), writes, dst.buffer != "shared_hbm") + _dma_extra(p.info))
             self.m.add_access("sbuf", "read", nbytes)
 
     def finish(self):
@@ -348,26 +348,39 @@ class _Replay:
         return "scalar" if s.free["scalar"] + self.t.auto_bias_ns < s.free["vector"] else "vector"
 
     def load(self, rec):
-        _, partitions, nbytes, n_desc, key, block, bpp, src_region, dst_region, place = rec
+        _, partitions, nbytes, n_desc, key, block, bpp, src_region, dst_region, place = rec[:10]
+        efficiency, delay = self.dma_modes(rec[10] if len(rec) > 10 else None)
         s = self.sched
         if block is not None and self.res.load(key, block, bpp, nbytes):
             s.wrote([dst_region], self.load_end.get(key, 0.0), "dma")
             self.hoisted += 1
             return
         _, end = s.dma(partitions, nbytes, n_desc, [src_region], [dst_region], "load", self.place(place),
-                       [k for k, _, _, _ in place])
+                       [k for k, _, _, _ in place], efficiency, delay)
         self.load_end[key] = end
         self.hbm_read += nbytes
         self.dma_count += 1
 
     def store(self, rec):
-        _, partitions, nbytes, n_desc, sbuf_reads, src_region, writes, scratch = rec
+        _, partitions, nbytes, n_desc, sbuf_reads, src_region, writes, scratch = rec[:8]
+        efficiency, delay = self.dma_modes(rec[8] if len(rec) > 8 else None)
         if sbuf_reads:
             self.reloads(sbuf_reads, lambda key: (key[0], key[1], key[1], 0, 1 << 62))
         self.sched.dma(partitions, nbytes, n_desc, [src_region], writes, "store", (),
-                       [k for k, _, _ in sbuf_reads])
+                       [k for k, _, _ in sbuf_reads], efficiency, delay)
         self.hbm_write += nbytes
         self.dma_count += 1
+
+    def dma_modes(self, extra):
+        """(bandwidth efficiency, start delay ns) of a DMA record's transpose/DGE flags on this
+        target (nki-facts §3.1: DMA transpose up to 90 % of DMA throughput from HBM, 50 % SBUF
+        to SBUF; hardware DGE ~600 ns per DMA instruction)."""
+        if not extra:
+            return 1.0, 0.0
+        t = self.t
+        efficiency = {"hbm": t.dma_transpose_efficiency_hbm, "sbuf": t.dma_transpose_efficiency_sbuf}.get(
+            extra.get("transpose"), 1.0)
+        return efficiency, t.hwdge_ns if extra.get("dge") == "hwdge" else 0.0
 
     def run(self, records):
         if self.t.static_hoist_share > 0:
@@ -387,6 +400,13 @@ class _Replay:
                 for block in dying[i]:
                     release(block, live)
         return self
+
+
+def _dma_extra(info):
+    """The optional last element of a DMA record: its transpose/DGE flags, only when set
+    (records of plain loads and stores keep their length, so cached traces stay valid)."""
+    extra = {k: info[k] for k in ("transpose", "dge") if info.get(k)}
+    return (extra,) if extra else ()
 
 
 def _last_uses(records):
