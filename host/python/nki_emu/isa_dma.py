@@ -3,8 +3,8 @@
 Both move data between HBM and SBUF tiles (never PSUM) on the DMA queues. The
 cost model records them as the loads/stores of ``nl.load``/``nl.store`` (DMA
 model of nki-facts §3.4: ceil(P/8) of the 16 queues, bytes at 17 B/ns per queue
-on trn1, 23 B/ns on trn2); an SBUF -> SBUF copy is recorded as a load (its bytes
-then count as HBM reads: a known over-count, docs/nki-emulator.md). A transpose runs at
+on trn1, 23 B/ns on trn2); an SBUF -> SBUF copy is a load that moves no HBM bytes
+and is never hoisted. A transpose runs at
 90 % (from HBM) or 50 % (SBUF to SBUF) of the DMA bandwidth; ``dge_mode=hwdge`` (NC-v3
 only) delays the transfer by ~600 ns (``targets.Target``, nki-facts §3.1).
 """
@@ -63,6 +63,8 @@ def _trace(src, dst, dge=None, transpose=False):
         info["dge"] = "hwdge"
     if transpose:
         info["transpose"] = "hbm" if hbm_src else "sbuf"
+    if not hbm_src and not hbm_dst:
+        info["onchip"] = True  # SBUF -> SBUF: a DMA that moves no HBM bytes
     trace.dma("store" if (hbm_dst and not hbm_src) or (hbm_src and hbm_dst) else "load", src, dst, **info)
 
 

@@ -38,8 +38,9 @@ def compute(op, engine, reads, out, n, **info):
 
 def dma(op, src, dst, out=None, **info):
     """Records a DMA (``nl.load``/``nl.store``) moving ``src`` to ``dst`` (tiles or views).
-    ``info``: ``transpose`` ("hbm"/"sbuf": a DMA transpose from HBM or SBUF) and ``dge``
-    ("hwdge": hardware descriptor generation) for the cost model (nki-facts §3.1, §3.4)."""
+    ``info``: ``transpose`` ("hbm"/"sbuf": a DMA transpose from HBM or SBUF), ``dge``
+    ("hwdge": hardware descriptor generation) and ``onchip`` (SBUF -> SBUF: no HBM bytes)
+    for the cost model (nki-facts §3.1, §3.4)."""
     tracer = _tracer()
     if tracer is None:
         return None

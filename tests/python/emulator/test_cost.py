@@ -401,3 +401,22 @@ def test_dma_transpose_and_hardware_dge_in_the_dma_model():
     one_load = 128 * 128 * 4 / 16 / t2.dma_bytes_per_ns * 1e-6  # ms per queue, 16 queues
     assert abs((busy["transpose"] - busy["plain"]) - one_load * (1 / 0.9 - 1)) < 1e-9
     assert abs((lat["hwdge"] - lat["plain"]) - 600e-6) < 1e-9 and busy["hwdge"] == busy["plain"]
+
+
+def test_sbuf_to_sbuf_dma_copy_moves_no_hbm_bytes():
+    import nki_emu
+    import nki.isa as nisa
+    import nki.language as nl
+
+    def k(x):
+        a = nl.ndarray((128, 64), dtype=np.float32, buffer=nl.sbuf)
+        b = nl.ndarray((128, 64), dtype=np.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=a, src=x)
+        nisa.dma_copy(dst=b, src=a)
+        nisa.dma_copy(dst=b, src=a)
+        o = nl.ndarray((128, 64), dtype=np.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=o, src=b)
+        return o
+    p = nki_emu.run(k, [np.ones((128, 64), np.float32)]).profile
+    assert p["hbm_read_bytes"] == 128 * 64 * 4 and p["hbm_write_bytes"] == 128 * 64 * 4
+    assert p["dma_count"] == 4 and p["hoisted_loads"] == 0

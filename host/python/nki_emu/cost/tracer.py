@@ -260,7 +260,7 @@ class Tracer:
             key = (src.root.uid, src.root.version) + ((src.layout.offset, src.layout.shape, src.layout.strides)
                                                        if src.layout is not None else (gather_signature(src.gather),))
             block = bpp = None
-            if dst.buffer == "sbuf":
+            if dst.buffer == "sbuf" and not p.info.get("onchip"):  # an on-chip copy is never hoisted
                 block = self._tiles(dst)[0]
                 bpp = self._root_geo(dst.root)[1]
             self.records.append(("L", partitions, nbytes, n_desc, key, block, bpp,
@@ -358,7 +358,8 @@ class _Replay:
         _, end = s.dma(partitions, nbytes, n_desc, [src_region], [dst_region], "load", self.place(place),
                        [k for k, _, _, _ in place], efficiency, delay)
         self.load_end[key] = end
-        self.hbm_read += nbytes
+        if len(rec) <= 10 or not rec[10].get("onchip"):
+            self.hbm_read += nbytes
         self.dma_count += 1
 
     def store(self, rec):
@@ -405,7 +406,7 @@ class _Replay:
 def _dma_extra(info):
     """The optional last element of a DMA record: its transpose/DGE flags, only when set
     (records of plain loads and stores keep their length, so cached traces stay valid)."""
-    extra = {k: info[k] for k in ("transpose", "dge") if info.get(k)}
+    extra = {k: info[k] for k in ("transpose", "dge", "onchip") if info.get(k)}
     return (extra,) if extra else ()
 
 
