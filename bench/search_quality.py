@@ -67,6 +67,9 @@ def report(run, pipeline_label, out=sys.stdout):
           f"{'peak% before':>12s} {'after':>6s} {'cands':>5s} {'ok':>4s}", file=out)
     logs, ao_logs, ge, peak_before, peak_after = [], [], 0, [], []
     for r in rows:
+        if r.get("original_latency_ms") is None:
+            print(f"{r['problem']:24s} baseline failed: {r.get('status', r.get('winner', '?'))}", file=out)
+            continue
         sp = r.get("speedup") or 1.0
         ao = ACCELOPT.get(r["problem"])
         cand = r.get("candidates") or {}
