@@ -32,19 +32,20 @@ def _signature_text(api, fn):
     return f"{api}({', '.join(str(p) for p in params.values())})"
 
 
-def refuse(api, fn, exc, kwargs):
+def refuse(api, fn, exc, kwargs, other=None):
     """Raises the NKICompileError for a call of ``fn`` (public name ``api``) whose
-    arguments did not bind (``exc``: Python's TypeError; ``kwargs``: the keywords given)."""
+    arguments did not bind (``exc``: Python's TypeError; ``kwargs``: the keywords given);
+    ``other``: the API's other form (legacy / SDK 2.28), named in the message too."""
     params = _parameters(fn)
+    signature = _signature_text(api, fn) + (f" (or {_signature_text(api, other)})" if other is not None else "")
     accepts_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
     unknown = [k for k in kwargs if k not in params] if not accepts_any else []
     if unknown:
         fail("err_unexpected_keyword_argument",
-             f"'{api}' got an unexpected keyword argument '{unknown[0]}'; its signature is "
-             f"{_signature_text(api, fn)}")
+             f"'{api}' got an unexpected keyword argument '{unknown[0]}'; its signature is {signature}")
     text = str(exc)
     detail = text.split(") ", 1)[1] if ") " in text and text.startswith(getattr(fn, "__name__", "")) else text
-    fail("err_invalid_number_of_arguments", f"'{api}' {detail}; its signature is {_signature_text(api, fn)}")
+    fail("err_invalid_number_of_arguments", f"'{api}' {detail}; its signature is {signature}")
 
 
 def call(api, fn, args, kwargs):
@@ -99,7 +100,7 @@ def dual(api, legacy, beta2, is_beta2, dst_selects=True):
             except TypeError as exc2:
                 tb2 = exc2.__traceback__
                 if tb2 is not None and tb2.tb_next is None:
-                    refuse(api, form, exc, kwargs)
+                    refuse(api, form, exc, kwargs, other)
                 raise
 
     dispatcher.__name__ = legacy.__name__
