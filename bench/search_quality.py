@@ -13,8 +13,11 @@ pipeline's profile stage (sandboxed worker, 5 seeds + hidden set, anti-cheat
 rules), as LLM candidates do. Then prints per problem: baseline and best
 estimated latency (ms), speedup, AccelOpt's measured speedup on trn1 (its
 gpt-oss-120b run, docs/rules.md "Search quality"), % of peak before and after,
-candidates profiled, and the geomean. ``--report RUN_DIR`` only re-reads a
-finished run. Latest output: docs/benchmarks/search-quality.txt.
+candidates profiled, and the geomean; then, per improved problem, the winning
+chain of moves with the documented effect each relies on, and the baseline's
+and best kernel's metrics (re-profiled with ``accelopt-host profile``) that
+show it. ``--report RUN_DIR`` only re-reads a finished run. Latest output:
+docs/benchmarks/search-quality.txt.
 """
 import argparse
 import json
@@ -55,6 +58,50 @@ def _command(args, problems):
 def label_of(use_mcgs):
     """Pipeline label for the report ("mcgs" or "beam")."""
     return "mcgs" if use_mcgs else "beam"
+
+
+def _profile(build, kernel, reference):
+    """``accelopt-host profile --json`` (sandboxed worker) of one kernel: the metrics dict, or None."""
+    cmd = [os.path.join(build, "accelopt-host"), "profile", kernel, "--reference", reference, "--json",
+           "--rel-tol", "3e-5" if "mamba" in os.path.basename(kernel) else "2e-5"]
+    try:
+        text = subprocess.run(cmd, capture_output=True, text=True, timeout=900).stdout
+        res = json.loads(text[text.index("{"):])
+    except (subprocess.SubprocessError, ValueError):
+        return None
+    return res.get("metrics") if res.get("correct") else None
+
+
+def effects(run, nkibench, build, rows, out=sys.stdout):
+    """Prints, per improved problem, the winning chain of moves (each with the documented effect it
+    relies on, accelopt.rules.effects) and the baseline's and best kernel's profile metrics that show
+    the effect: engine busy ms, HBM bytes, DMA count, spilled bytes."""
+    sys.path.insert(0, os.path.join(REPO, "host", "python"))
+    from accelopt import nkibench as nb  # noqa: E402 - the repository's Python
+    from accelopt.rules.effects import EFFECTS  # noqa: E402
+    cases = {c.case_name: c for c in nb.iter_cases(nkibench)}
+    for r in rows:
+        chain = (r.get("winner") or {}).get("history") or []
+        case = cases.get(r.get("case_name"))
+        if not chain or case is None or not r.get("kernel"):
+            continue
+        print(f"\n{r['problem']}: {r['original_latency_ms']:.4f} -> {r['best_latency_ms']:.4f} ms", file=out)
+        for step in chain:
+            print(f"  {step.get('rule_plan_id')}: {EFFECTS.get(step.get('rule'), '')}", file=out)
+        before, after = _profile(build, case.kernel, case.task), _profile(build, r["kernel"], case.task)
+        if before is None or after is None:
+            print("  (re-profiling failed)", file=out)
+            continue
+        for key, unit, scale in (("hbm_read_bytes", "MB", 1e-6), ("hbm_write_bytes", "MB", 1e-6),
+                                 ("spill_save_bytes", "MB", 1e-6), ("dma_count", "", 1),
+                                 ("instruction_count", "", 1)):
+            print(f"  {key:18s} {before.get(key, 0) * scale:10.1f} -> {after.get(key, 0) * scale:10.1f} {unit}",
+                  file=out)
+        for eng in ("tensor", "vector", "scalar", "gpsimd", "dma"):
+            b, a = before.get("engine_busy_ms", {}).get(eng, 0.0), after.get("engine_busy_ms", {}).get(eng, 0.0)
+            if b or a:
+                print(f"  busy {eng:13s} {b:10.3f} -> {a:10.3f} ms", file=out)
+        print(f"  bottleneck         {before.get('bottleneck')} -> {after.get('bottleneck')}", file=out)
 
 
 def report(run, pipeline_label, out=sys.stdout):
@@ -107,9 +154,13 @@ def main(argv=None):
     ap.add_argument("--run-dir", default=os.path.join(REPO, "runs"))
     ap.add_argument("--parallel", type=int, default=2, help="candidates profiled at once")
     ap.add_argument("--report", help="re-read this finished run directory instead of running")
+    ap.add_argument("--no-effects", action="store_true",
+                    help="skip re-profiling the baseline and best kernels for the before/after metrics")
     args = ap.parse_args(argv)
     if args.report:
-        report(args.report, "report only")
+        rows = report(args.report, "report only")
+        if not args.no_effects:
+            effects(args.report, args.nkibench, args.build, rows)
         return 0
     problems = sorted(ACCELOPT) if args.problems == "all" else args.problems.split(",")
     cmd, label, run = _command(args, problems)
@@ -121,7 +172,9 @@ def main(argv=None):
         print(f"no report (exit status {rc})", file=sys.stderr)
         return rc or 1
     print(f"wall time {time.time() - started:.0f} s, exit status {rc}")
-    report(run, label)
+    rows = report(run, label)
+    if not args.no_effects:
+        effects(run, args.nkibench, args.build, rows)
     return 0
 
 
