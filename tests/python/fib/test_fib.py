@@ -180,3 +180,35 @@ def test_trials_in_process_dps_and_value_returning():
         assert evaluate.trial({"baseline": base, "trial": 0, "role": "solution", "solution": multi})["status"] == "PASSED"
     finally:
         evaluate.close_workload({"baseline": base})
+
+
+def test_golden_rmsnorm_reference_and_wrong_solution_statistics():
+    """The definition's reference on the golden inputs equals the golden output bit for bit, and the
+    judge's statistics of the wrong solution equal the fixture's NumPy error_stats."""
+    torch = _torch()
+    if torch is None:
+        return
+    from accelopt.fib import trusted as T
+    with open(os.path.join(FIXTURE, "golden_rmsnorm.json"), encoding="utf-8") as handle:
+        golden = json.load(handle)
+    g = golden["rmsnorm_h16"]
+    x = torch.tensor(g["hidden_states"], dtype=torch.float32).to(torch.bfloat16)
+    w = torch.tensor(g["weight"], dtype=torch.float32).to(torch.bfloat16)
+    namespace = {}
+    exec(_definition("definitions/rmsnorm/rmsnorm_h16.json")["reference"], namespace)  # noqa: S102 - the fixture's reference
+    y = namespace["run"](x, w)
+    assert torch.equal(y.float(), torch.tensor(g["output"], dtype=torch.float32))
+    x32 = x.float()
+    wrong = (x32 * torch.rsqrt(torch.mean(x32 * x32, dim=1, keepdim=True) + 1e-6)).to(torch.bfloat16)
+    specs = [{"name": "output", "shape": [4, 16], "dtype": "bfloat16"}]
+    try:
+        T.judge(wrong, [y], specs, (1e-2, 1e-2, 1.0))
+    except T.Verdict as v:
+        max_abs, max_rel, ratio = v.errors
+    else:
+        raise AssertionError("the wrong solution must fail")
+    expected_abs, expected_rel, passed, expected_ratio = golden["wrong_vs_ref"]
+    assert not passed
+    assert math.isclose(max_abs, expected_abs, rel_tol=1e-6)
+    assert math.isclose(max_rel, expected_rel, rel_tol=1e-5)
+    assert math.isclose(ratio, expected_ratio, rel_tol=1e-9)

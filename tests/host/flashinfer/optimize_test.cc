@@ -1,0 +1,116 @@
+// pipelines/flashinfer-optimize.yaml end to end: against a scripted local
+// OpenAI-compatible server it produces a python solution that passes and is
+// faster; without an LLM it says so and exits 2.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "host/optimize/optimize_fixture.h"
+
+using namespace accelopt::testing;
+using namespace accelopt::testing::optimize;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+// rmsnorm_h16 with the sum of squares accumulated column by column in Python.
+const char* kSlow = R"PY(import torch
+
+def run(hidden_states, weight):
+    x = hidden_states.float()
+    acc = torch.zeros(x.shape[0], 1)
+    for j in range(x.shape[1]):
+        col = x[:, j:j + 1]
+        acc = acc + col * col
+    inv = torch.rsqrt(acc / x.shape[1] + 1e-6)
+    return (x * inv * weight.float()).to(hidden_states.dtype)
+)PY";
+
+const char* kFast = R"PY(import torch
+
+def run(hidden_states, weight):
+    x = hidden_states.float()
+    inv = torch.rsqrt(x.square().mean(dim=-1, keepdim=True) + 1e-6)
+    return (x * inv * weight.float()).to(hidden_states.dtype)
+)PY";
+
+std::string Role(const json& body) {
+  std::string system = body["messages"][0]["content"];
+  if (system.rfind("You are a performance-optimization expert", 0) == 0) return "planner";
+  if (system.rfind("You are an expert", 0) == 0) return "executor";
+  if (system.rfind("You are an assistant", 0) == 0) return "summarizer";
+  return "other";
+}
+
+bool HaveTorch() { return std::system("/usr/bin/python3.11 -c 'import torch' >/dev/null 2>&1") == 0; }
+
+}  // namespace
+
+TEST_CASE("flashinfer-optimize: without an LLM it says so and exits 2", "[flashinfer][e2e]") {
+  TempDir dir;
+  auto result = RunHost({"run", SourcePath("pipelines/flashinfer-optimize.yaml").string(), "--run-dir",
+                         (dir.path() / "run").string()});
+  INFO(result.output);
+  CHECK(result.exit_code == 2);
+  CHECK(result.output.find("flashinfer-optimize needs an LLM") != std::string::npos);
+}
+
+TEST_CASE("flashinfer-optimize: a scripted LLM's python rewrite passes and is faster", "[flashinfer][e2e]") {
+  if (!HaveTorch()) {
+    WARN(std::string("skipped: ") + "no python3-torch for /usr/bin/python3.11");
+    return;
+  }
+  TempDir dir;
+  fs::path root = dir.path() / "set";
+  fs::copy(SourcePath("tests/fixtures/flashinfer"), root, fs::copy_options::recursive);
+  json slow = {{"name", "slow_rmsnorm"}, {"definition", "rmsnorm_h16"}, {"author", "tests"},
+               {"spec", {{"language", "python"}, {"target_hardware", {"cpu"}}, {"entry_point", "main.py::run"},
+                         {"destination_passing_style", false}}},
+               {"sources", {{{"path", "main.py"}, {"content", kSlow}}}}};
+  fs::create_directories(root / "solutions/tests/rmsnorm/rmsnorm_h16");
+  std::ofstream(root / "solutions/tests/rmsnorm/rmsnorm_h16/slow_rmsnorm.json") << slow.dump(2);
+  ScriptedLlmServer server([](const json& body) -> std::string {
+    std::string role = Role(body);
+    if (role == "planner") return "Replace the Python loop over columns by one vectorized mean of squares.";
+    if (role == "executor") return std::string("Here it is:\n```python\n") + kFast + "```\n";
+    if (role == "summarizer") return "**Vectorize the column loop**\nOne square().mean() instead of a Python loop.";
+    return "?";
+  });
+  fs::path run = dir.path() / "run";
+  auto result = RunHost({"run", SourcePath("pipelines/flashinfer-optimize.yaml").string(), "--run-dir", run.string(),
+                         "--set", "vars.trace_set=" + root.string(), "--set", "vars.definitions=[rmsnorm_h16]",
+                         "--set", "vars.authors=[tests]", "--set", "vars.iterations=1", "--set", "vars.plans=1",
+                         "--set", "vars.samples=1", "--set", "vars.trials=2", "--set", "vars.warmup=2", "--set",
+                         "vars.iterations_timed=10", "--set", "vars.cold_cache=false", "--set",
+                         "llm.default.base_url=" + server.BaseUrl(), "--set", "llm.default.model=fake-model"});
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+  json report = ReadJson(run / "optimize_report.json");
+  REQUIRE(report["cases"].size() == 1);
+  const json& c = report["cases"][0];
+  CHECK(c["definition"] == "rmsnorm_h16");
+  CHECK(c["speedup"].get<double>() > 1.5);
+  json best = ReadJson(c["file"].get<std::string>());
+  CHECK(best["author"] == "AccelOpt");
+  CHECK(best["sources"][0]["content"].get<std::string>() == kFast);
+  // Its traces passed, in FIB's layout under the AccelOpt author.
+  std::ifstream traces(run / "traces/AccelOpt/rmsnorm/rmsnorm_h16.jsonl");
+  std::string line;
+  int passed = 0;
+  while (std::getline(traces, line)) passed += json::parse(line)["evaluation"]["status"] == "PASSED";
+  CHECK(passed >= 1);
+  json memory = ReadJson(run / "memory.json");
+  REQUIRE(memory["items"].size() == 1);
+  CHECK(memory["items"][0]["title"] == "Vectorize the column loop");
+  // The planner saw the definition, the code and its latency.
+  bool saw = false;
+  for (const auto& body : server.Requests())
+    if (Role(body) == "planner") {
+      std::string user = body["messages"][1]["content"];
+      saw = user.find("Name: rmsnorm_h16") != std::string::npos && user.find("for j in range") != std::string::npos &&
+            user.find("latency: ") != std::string::npos;
+    }
+  CHECK(saw);
+}
