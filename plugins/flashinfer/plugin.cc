@@ -128,19 +128,50 @@ constexpr const char* kReportParams = R"JSON({
   "best": {"type": "any", "required": true, "doc": "fib_select's best (the loop's carry)"}
 })JSON";
 
+constexpr const char* kInitOutputs = R"JSON({
+  "cases": {"type": "array", "doc": "one per definition: id, case, item (with the starting solution only), solution, parent (null)"},
+  "skipped": {"type": "array", "doc": "definitions without a starting solution in the language"},
+  "model": {"type": "string", "doc": "the endpoint's model name (candidate names)"},
+  "language": {"type": "string", "doc": "the target language"}
+})JSON";
+
+constexpr const char* kPlanOutputs = R"JSON({
+  "plans": {"type": "array", "doc": "case, parent (the beam candidate), index, plan"},
+  "failures": {"type": "array", "doc": "planner calls that failed or answered nothing"}
+})JSON";
+
+constexpr const char* kExecuteOutputs = R"JSON({
+  "candidates": {"type": "array", "doc": "id, case, item (with the candidate as its only solution), solution (FIB JSON), solution_path, parent, parent_solution, parent_latency_ms, plan_index, sample, plan"},
+  "failures": {"type": "array", "doc": "samples without a code block (AccelOpt: No implementation found)"}
+})JSON";
+
+constexpr const char* kFibSelectOutputs = R"JSON({
+  "beam": {"type": "array", "doc": "the next beam: per case the beam_width fastest passing candidates (parents compete)"},
+  "best": {"type": "object", "doc": "case -> best candidate so far, with baseline_latency_ms"},
+  "records": {"type": "array", "doc": "every candidate with status, latency_ms and speedup vs its parent"}
+})JSON";
+
+constexpr const char* kSummarizeOutputs = R"JSON({
+  "items": {"type": "array", "doc": "experience items for native:memory: id, case_name, title, summary, speedup, speedup_original, after"}
+})JSON";
+
+constexpr const char* kReportOutputs = R"JSON({
+  "cases": {"type": "array", "doc": "definition, baseline_latency_ms, best_latency_ms, speedup, solution, file"}
+})JSON";
+
 const AccelStageDescriptor kStages[] = {
-    ACCELOPT_STAGE("fib_optimize_init", "Start AccelOpt's FIB loop: check the LLM (none: usage error, exit 2) and pick each definition's starting solution.",
-                   kInitParams, accelopt_fib_plugin::RunFibOptimizeInit),
-    ACCELOPT_STAGE("fib_plan", "AccelOpt's FIB planner: plans per beam candidate (definition, code, latency, experiences).",
-                   kPlanParams.c_str(), accelopt_fib_plugin::RunFibPlan),
-    ACCELOPT_STAGE("fib_execute", "AccelOpt's FIB executor: code samples per plan, written as FIB Solutions.",
-                   kExecuteParams.c_str(), accelopt_fib_plugin::RunFibExecute),
-    ACCELOPT_STAGE("fib_select", "Score evaluated candidates against their parents and keep the fastest per definition (beam, best).",
-                   kFibSelectParams, accelopt_fib_plugin::RunFibSelect),
-    ACCELOPT_STAGE("fib_summarize", "AccelOpt's rewrite selection and summarizer: experience items for native:memory.",
-                   kSummarizeParams.c_str(), accelopt_fib_plugin::RunFibSummarize),
-    ACCELOPT_STAGE("fib_optimize_report", "Write optimize_report.json/.md and best/<definition>.json (FIB Solutions).",
-                   kReportParams, accelopt_fib_plugin::RunFibOptimizeReport),
+    ACCELOPT_STAGE_WITH_OUTPUTS("fib_optimize_init", "Start AccelOpt's FIB loop: check the LLM (none: usage error, exit 2) and pick each definition's starting solution.",
+                   kInitParams, kInitOutputs, accelopt_fib_plugin::RunFibOptimizeInit),
+    ACCELOPT_STAGE_WITH_OUTPUTS("fib_plan", "AccelOpt's FIB planner: plans per beam candidate (definition, code, latency, experiences).",
+                   kPlanParams.c_str(), kPlanOutputs, accelopt_fib_plugin::RunFibPlan),
+    ACCELOPT_STAGE_WITH_OUTPUTS("fib_execute", "AccelOpt's FIB executor: code samples per plan, written as FIB Solutions.",
+                   kExecuteParams.c_str(), kExecuteOutputs, accelopt_fib_plugin::RunFibExecute),
+    ACCELOPT_STAGE_WITH_OUTPUTS("fib_select", "Score evaluated candidates against their parents and keep the fastest per definition (beam, best).",
+                   kFibSelectParams, kFibSelectOutputs, accelopt_fib_plugin::RunFibSelect),
+    ACCELOPT_STAGE_WITH_OUTPUTS("fib_summarize", "AccelOpt's rewrite selection and summarizer: experience items for native:memory.",
+                   kSummarizeParams.c_str(), kSummarizeOutputs, accelopt_fib_plugin::RunFibSummarize),
+    ACCELOPT_STAGE_WITH_OUTPUTS("fib_optimize_report", "Write optimize_report.json/.md and best/<definition>.json (FIB Solutions).",
+                   kReportParams, kReportOutputs, accelopt_fib_plugin::RunFibOptimizeReport),
     ACCELOPT_STAGE_WITH_OUTPUTS("select_traces",
                                 "Pick definitions, workloads and solutions of a FlashInfer-Bench trace set (filters, best trace, baseline author, AccelOpt's selection).",
                                 kSelectParams, kSelectOutputs, accelopt_fib_plugin::RunSelectTraces),
