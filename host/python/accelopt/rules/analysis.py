@@ -132,6 +132,27 @@ def written_roots(src, node):
     return out
 
 
+def bindings(func):
+    """{name: [bound value expression, or None when not a plain ``name = <expr>``]} of ``func``:
+    plain assignments give their value; other bindings (for/with targets, annotated
+    assignments, walrus, tuple unpacking) give None. ``name += v`` is not a binding here: on a
+    tile it updates in place (its buffer, shape and dtype stay)."""
+    defs = {}
+    for node in ast.walk(func):
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                for n in name_stores(t):
+                    defs.setdefault(n.id, []).append(node.value if t is n else None)
+        elif isinstance(node, (ast.AnnAssign, ast.For, ast.comprehension, ast.NamedExpr)):
+            for n in name_stores(node.target):
+                defs.setdefault(n.id, []).append(None)
+        elif isinstance(node, ast.With):
+            for item in node.items:
+                for n in name_stores(item.optional_vars) if item.optional_vars is not None else ():
+                    defs.setdefault(n.id, []).append(None)
+    return defs
+
+
 def body_of(src, stmt):
     """(body list, index) of the statement list that directly holds ``stmt``."""
     parent = src.parents.get(stmt)

@@ -74,8 +74,6 @@ def _pair(src, func, body, i, j, ta, tb, call):
                 or b in A.written_roots(src, func) or a in A.written_roots(src, func):
             return None
         uses = A.name_loads(func, b)
-        if any(u.lineno < second_line(body[j]) for u in uses):
-            return None
 
         def edits():
             return [src.delete_stmt(body[j], body)] + [src.replace_node(u, a) for u in uses]
@@ -94,11 +92,6 @@ def _pair(src, func, body, i, j, ta, tb, call):
     site = f"{b}={a}"
     return Candidate(src, site, f"reuse '{a}' instead of loading the same data into '{b}' again", edits,
                      {"first": a, "second": b}, {"dma": 1.0}, 64.0)
-
-
-def second_line(stmt):
-    """First line of ``stmt``."""
-    return stmt.lineno
 
 
 def _only_store(src, func, name, store):

@@ -33,19 +33,7 @@ _ENGINES = {"scalar": "scalar_engine", "vector": "vector_engine"}
 
 def psum_names(src, func):
     """Names of ``func`` every binding of which is a PSUM tile (see the module docstring)."""
-    defs = {}
-    for node in ast.walk(func):
-        if isinstance(node, ast.Assign):
-            for t in node.targets:
-                for n in A.name_stores(t):
-                    defs.setdefault(n.id, []).append(node.value if t is n else None)
-        elif isinstance(node, (ast.For, ast.comprehension, ast.NamedExpr, ast.AnnAssign)):
-            for n in A.name_stores(node.target):
-                defs.setdefault(n.id, []).append(None)
-        elif isinstance(node, ast.With):
-            for item in node.items:
-                for n in A.name_stores(item.optional_vars) if item.optional_vars is not None else ():
-                    defs.setdefault(n.id, []).append(None)
+    defs = A.bindings(func)
     out = set()
     for name, values in defs.items():
         if values and all(v is not None and _psum_value(src, v) for v in values):

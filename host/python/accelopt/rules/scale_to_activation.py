@@ -72,18 +72,7 @@ class _ScalarsOrParams:
 def column_names(src, func, scalars):
     """Names of ``func`` bound only to (P, 1) column tiles (see the module docstring)."""
     scalars = _ScalarsOrParams(scalars, func)
-    defs = {}
-    for node in ast.walk(func):
-        if isinstance(node, ast.Assign):
-            for t in node.targets:
-                for n in A.name_stores(t):
-                    defs.setdefault(n.id, []).append(node.value if t is n else None)
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
-            for n in A.name_stores(node.target):
-                defs.setdefault(n.id, []).append(None)
-        elif isinstance(node, (ast.For, ast.comprehension)):
-            for n in A.name_stores(node.target):
-                defs.setdefault(n.id, []).append(None)
+    defs = A.bindings(func)
     # greatest fixpoint: ``mean = nl.add(mean, eps)`` keeps a column a column
     cols = {name for name, values in defs.items() if values and all(v is not None for v in values)}
     changed = True
