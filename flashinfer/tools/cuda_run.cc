@@ -80,9 +80,8 @@ struct Driver {
               get(cuMemAlloc, "cuMemAlloc_v2") && get(cuMemcpyHtoD, "cuMemcpyHtoD_v2") &&
               get(cuMemcpyDtoH, "cuMemcpyDtoH_v2") && get(cuMemsetD8Async, "cuMemsetD8Async") &&
               get(cuEventCreate, "cuEventCreate") && get(cuEventRecord, "cuEventRecord") &&
-              get(cuEventSynchronize, "cuEventSynchronize") && get(cuEventElapsedTime, "cuEventElapsedTime_v2") &&
-              get(cuGetErrorString, "cuGetErrorString");
-    if (!ok && cuEventElapsedTime == nullptr) ok = get(cuEventElapsedTime, "cuEventElapsedTime");
+              get(cuEventSynchronize, "cuEventSynchronize") && get(cuEventElapsedTime, "cuEventElapsedTime");
+    get(cuGetErrorString, "cuGetErrorString");  // optional: error numbers otherwise
     return ok ? "" : "libcuda.so.1 lacks a driver API function this runner needs";
   }
   std::string Error(CUresult rc) const {
