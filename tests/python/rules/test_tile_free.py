@@ -27,12 +27,14 @@ KERNEL = H.kernel_source('''
         return out
 ''')
 
+# h_t = sigmoid(x_t a_s) h_{t-1} + x_t b_{s,t}, summed over s (a small, stable mamba), in NumPy
+CODE = ("sum(np.stack(__import__('functools').reduce(lambda hs, t: hs + [hs[-1] / (1 + np.exp(-x[:, t] * a[:, s])) "
+        "+ x[:, t] * b[s, t]], range(x.shape[1]), [np.zeros(x.shape[0], np.float32)])[1:], axis=1) "
+        "for s in range(a.shape[1]))")
+
+
 def test_tile_free_chunks_the_scan_and_stays_correct():
-    # h_t = sigmoid(x_t a_s) h_{t-1} + x_t b_{s,t}, summed over s (a small, stable mamba), in NumPy
-    code = ("sum(np.stack(__import__('functools').reduce(lambda hs, t: hs + [hs[-1] / (1 + np.exp(-x[:, t] * a[:, s])) "
-            "+ x[:, t] * b[s, t]], range(x.shape[1]), [np.zeros(x.shape[0], np.float32)])[1:], axis=1) "
-            "for s in range(a.shape[1]))")
-    ref = H.reference("x, a, b", code, [(128, 1024), (128, 2), (2, 1024)])
+    ref = H.reference("x, a, b", CODE, [(128, 1024), (128, 2), (2, 1024)])
     sites = sorted(p["id"] for p in H.plans(KERNEL, "tile_free"))
     assert sites == ["tile_free:L/1024@s", "tile_free:L/2048@s", "tile_free:L/512@s"], sites
     new, before, after = H.check(KERNEL, ref, "tile_free", faster=False, site="L/512@s")
@@ -42,6 +44,17 @@ def test_tile_free_chunks_the_scan_and_stays_correct():
     # the chunk size must divide the extent: the kernel's own assert refuses 2048 > 1024
     bad, _ = H.rewrite(KERNEL, "tile_free", "L/2048@s")
     assert H.run(bad, ref)["correct"] is False
+
+
+def test_tile_free_keeps_a_later_front_statement_before_the_chunks():
+    # x_t is loaded inside the loop (chunked) before a_s (stays in front): the chunk loop follows a_s
+    inside = H.edit(H.edit(KERNEL, "    x_t = nl.load(x[0:128, 0:L])\n", ""), "        a_s = nl.load(a[0:128, s])",
+                    "        x_t = nl.load(x[0:128, 0:L])\n        a_s = nl.load(a[0:128, s])")
+    ref = H.reference("x, a, b", CODE, [(128, 1024), (128, 2), (2, 1024)])
+    new, _b, _a = H.check(inside, ref, "tile_free", faster=False, site="L/512@s")
+    lines = [ln.strip() for ln in new.splitlines()]
+    assert lines.index("a_s = nl.load(a[0:128, s])") < lines.index("for L_t in nl.static_range(L // 512):"), new
+    assert "x_t = nl.load(x[0:128, L_0:L_0 + 512])" in lines, new
 
 
 def test_tile_free_refusals():

@@ -262,11 +262,20 @@ def _cand(src, loop, plan, t):
             head += f"{body_ind}{carry} = {nl}.zeros(({plan.partitions}, 1), dtype={nl}.float32, buffer={nl}.sbuf)\n"
         kind = "static_range" if carry else "affine_range"
         head += f"{body_ind}for {var} in {nl}.{kind}({e} // {t}):\n{body_ind}{step}{start} = {var} * {t}\n"
-        # replace the chunked statements: the first becomes the whole chunk loop, the others go
-        lo, _ = src.line_span(src.comment_start(plan.chunked[0]), plan.chunked[0].lineno)
-        _, hi = src.line_span(plan.chunked[0].lineno, plan.chunked[0].end_lineno)
-        out.append(Edit(lo, hi, head + "".join(chunk_text)))
-        for stmt in plan.chunked[1:]:
+        # the chunked statements go; the chunk loop takes the place of the first of them, or
+        # follows the last statement that stays in front when one comes later (it may define a
+        # scale the chunks read; front statements never read chunked ones)
+        later_front = [f for f in plan.front if f.lineno > plan.chunked[0].lineno]
+        drop = list(plan.chunked)
+        if later_front:
+            _, at = src.line_span(later_front[-1].lineno, later_front[-1].end_lineno)
+            out.append(Edit(at, at, head + "".join(chunk_text)))
+        else:
+            first = drop.pop(0)
+            lo, _ = src.line_span(src.comment_start(first), first.lineno)
+            _, hi = src.line_span(first.lineno, first.end_lineno)
+            out.append(Edit(lo, hi, head + "".join(chunk_text)))
+        for stmt in drop:
             lo, _ = src.line_span(src.comment_start(stmt), stmt.lineno)
             _, hi = src.line_span(stmt.lineno, stmt.end_lineno)
             out.append(Edit(lo, hi, ""))
