@@ -159,13 +159,14 @@ def run_cuda(arg):
 def gpu_python(_arg=None):
     """The GPU machine's python3 with CUDA torch and triton: {"python", "hardware", "libs"} or {"reason"}.
 
-    $ACCELOPT_FIB_GPU_PYTHON if set, else every ``python3`` on PATH (the
-    host's own /usr/bin/python3.11 has CPU torch only); probed once."""
+    $ACCELOPT_FIB_GPU_PYTHON if set (then only it), else every ``python3`` on
+    PATH (the host's own /usr/bin/python3.11 has CPU torch only); probed once
+    per process, each candidate for at most 120 s."""
     global _probe
     if _probe is not None:
         return _probe
     candidates = [os.environ["ACCELOPT_FIB_GPU_PYTHON"]] if os.environ.get("ACCELOPT_FIB_GPU_PYTHON") else []
-    for folder in os.environ.get("PATH", "").split(os.pathsep):
+    for folder in os.environ.get("PATH", "").split(os.pathsep) if not candidates else []:
         path = os.path.join(folder, "python3")
         if folder and os.access(path, os.X_OK) and path not in candidates:
             candidates.append(path)
