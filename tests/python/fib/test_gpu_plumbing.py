@@ -106,3 +106,45 @@ def test_no_gpu_python_is_reported_not_faked():
             os.environ.pop("ACCELOPT_FIB_GPU_PYTHON", None)
         else:
             os.environ["ACCELOPT_FIB_GPU_PYTHON"] = old
+
+
+def test_gpu_worker_protocol_on_cpu():
+    """gpu_worker.py (the GPU python's side) with ACCELOPT_FIB_GPU_DEVICE=cpu: the reference and a
+    DPS solution go through the request/response files and are judged like GPU trials."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return
+    from accelopt.fib import evaluate, gpu
+    from accelopt.fib import trusted as T
+    with open(os.path.join(FIXTURE, "definitions/rmsnorm/rmsnorm_h16.json"), encoding="utf-8") as handle:
+        definition = handle.read()
+    with open(os.path.join(FIXTURE, "workloads/rmsnorm/rmsnorm_h16.jsonl"), encoding="utf-8") as handle:
+        workload = json.loads(handle.readlines()[1])["workload"]
+    opened = evaluate.open_workload({"definition_text": definition, "workload": workload, "root": FIXTURE, "seed": 1,
+                                     "trials": 1, "timing": {"warmup": 1, "iterations": 2, "cold_cache": False}})
+    session = T.session(opened["baseline"])
+    old = os.environ.get("ACCELOPT_FIB_GPU_DEVICE")
+    os.environ["ACCELOPT_FIB_GPU_DEVICE"] = "cpu"
+    try:
+        reply, first, _after, _ = gpu._gpu_trial("/usr/bin/python3.11", session, 0, "reference", None, False, False,
+                                                 120, True)
+        assert reply["status"] == "ok", reply
+        session["trials"][0]["gpu_reference"] = T.normalize_outputs(first, session["outputs"])
+        with open(os.path.join(FIXTURE, "solutions/fixture_author/rmsnorm/rmsnorm_h16/wrong_rmsnorm_dps.json"),
+                  encoding="utf-8") as handle:
+            wrong = json.load(handle)
+        reply, first, after, digests = gpu._gpu_trial("/usr/bin/python3.11", session, 0, "solution", wrong, True,
+                                                       True, 120, True)
+        assert reply["status"] == "ok" and reply["dps"] is True and reply["median_ms"] > 0, reply
+        verdict = gpu._judge(session, 0, first, after, digests, reply["median_ms"], reply["log"])
+        assert verdict["status"] == "INCORRECT_NUMERICAL"
+        broken = dict(wrong, sources=[{"path": "main.py", "content": "def run(:\n"}])
+        reply, *_ = gpu._gpu_trial("/usr/bin/python3.11", session, 0, "solution", broken, True, True, 120, True)
+        assert reply["status"] == "compile_error"
+    finally:
+        evaluate.close_workload({"baseline": opened["baseline"]})
+        if old is None:
+            os.environ.pop("ACCELOPT_FIB_GPU_DEVICE", None)
+        else:
+            os.environ["ACCELOPT_FIB_GPU_DEVICE"] = old

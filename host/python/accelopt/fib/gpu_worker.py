@@ -26,6 +26,7 @@ import os
 import statistics
 import sys
 import tempfile
+import time
 import traceback
 
 _CARRIER_BITS = {8: "uint8", 16: "int16", 32: "int32", 64: "int64"}
@@ -95,14 +96,17 @@ def main(path):
     import torch
     with open(path, encoding="utf-8") as handle:
         req = json.load(handle)
-    device = torch.device("cuda")
+    # ACCELOPT_FIB_GPU_DEVICE=cpu runs the same protocol on CPU (perf_counter, no flush): the
+    # tests' way to check this script where there is no GPU.
+    device = torch.device(os.environ.get("ACCELOPT_FIB_GPU_DEVICE", "cuda"))
+    on_gpu = device.type == "cuda"
     libs = {"torch": torch.__version__, "cuda": str(torch.version.cuda)}
     try:
         import triton
         libs["triton"] = triton.__version__
     except ImportError:
         pass
-    reply = {"status": "ok", "hardware": torch.cuda.get_device_name(), "libs": libs, "log": ""}
+    reply = {"status": "ok", "hardware": torch.cuda.get_device_name() if on_gpu else "cpu", "libs": libs, "log": ""}
     captured = io.StringIO()
     try:
         with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
@@ -146,27 +150,33 @@ def main(path):
                          "dtype": str(v.dtype).replace("torch.", "") if isinstance(v, torch.Tensor) else "scalar"}
                         for v in as_list(value)]
 
+            sync = torch.cuda.synchronize if on_gpu else (lambda: None)
             try:
                 first = call()
-                torch.cuda.synchronize()
+                sync()
                 reply["first"] = save("first_", first)
                 timing = req.get("timing") or {}
                 if timing.get("enabled", True):
-                    l2 = torch.cuda.get_device_properties(device).L2_cache_size
+                    l2 = torch.cuda.get_device_properties(device).L2_cache_size if on_gpu else 0
                     flush = torch.empty(max(2 * l2, 1), dtype=torch.int8, device=device)
                     for _ in range(int(timing.get("warmup", 10))):
                         flush.zero_()
                         call()
-                    torch.cuda.synchronize()
+                    sync()
                     samples, last = [], None
                     for _ in range(int(timing.get("iterations", 50))):
                         flush.zero_()
-                        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                        start.record()
-                        last = call()
-                        end.record()
-                        end.synchronize()
-                        samples.append(start.elapsed_time(end))
+                        if on_gpu:
+                            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                            start.record()
+                            last = call()
+                            end.record()
+                            end.synchronize()
+                            samples.append(start.elapsed_time(end))
+                        else:
+                            began = time.perf_counter()
+                            last = call()
+                            samples.append((time.perf_counter() - began) * 1e3)
                     reply["median_ms"] = statistics.median(samples)
                     reply["after"] = save("after_", last)
                 for i, x in enumerate(inputs):
