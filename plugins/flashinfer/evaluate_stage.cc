@@ -297,7 +297,10 @@ json RunFibEvaluate(accelopt::sdk::StageContext& ctx) {
         if (build.no_toolkit) {
           not_run.push_back({{"solution", solution.name}, {"workload", workload.uuid}, {"reason", "not built: " + build.log}});
         } else if (!build.ok) {
-          evaluation = SimpleEvaluation("COMPILE_ERROR", "Build error: " + build.command + "\n" + build.log, env);
+          evaluation = SimpleEvaluation("COMPILE_ERROR", "Build error: " + build.command + "\n" + build.log +
+                                                             "\n[accelopt-host] nvcc " + fib::FindCudaToolkit().version +
+                                                             " build for " + c.cuda_arch + " failed; not run, not timed",
+                                        env);
         } else {
           json probe = ProbeDevice(builds);
           if (!probe.value("device", false)) {
