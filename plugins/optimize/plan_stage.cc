@@ -181,15 +181,20 @@ json RunPlan(StageContext& ctx) {
         for (const auto& plan : proposed) {
           if (index >= n) break;
           std::string description = plan.value("description", plan.value("rule", "rule"));
-          plans[j].push_back({{"plan_id", "b" + std::to_string(job.member) + "p" + std::to_string(index)},
-                              {"index", index},
-                              {"title", description},
-                              {"text", description},
-                              {"rule", plan.value("rule", "")},
-                              {"rule_plan_id", plan.value("id", "")},
-                              {"params", plan.value("params", json::object())},
-                              {"origin", "rules"},
-                              {"candidate", member}});
+          json out = {{"plan_id", "b" + std::to_string(job.member) + "p" + std::to_string(index)},
+                      {"index", index},
+                      {"title", description},
+                      {"text", description},
+                      {"rule", plan.value("rule", "")},
+                      {"rule_plan_id", plan.value("id", "")},
+                      {"params", plan.value("params", json::object())},
+                      {"origin", "rules"},
+                      {"candidate", member}};
+          // The proposer's optional estimates travel with the plan (native:mcgs_priors reads them).
+          for (const char* key : {"predicted_gain", "prior", "effect"}) {
+            if (plan.contains(key) && !plan[key].is_null()) out[key] = plan[key];
+          }
+          plans[j].push_back(std::move(out));
           ++index;
         }
       }

@@ -1,0 +1,121 @@
+// native:agent_step - one round's verdict per problem (verify -> keep or
+// revert -> reflect): the candidate is judged against the best *before* this
+// round (so the speedup a summary or lesson reports is never the 1.00x of a
+// best already replaced), the divergence guard reverts to the best when a
+// correct candidate is more than divergence_threshold percent slower, the
+// attempt goes to experiments.jsonl and its lesson to lessons.json, and a
+// problem stops after no_improve_limit rounds without improvement or at its
+// budget of evaluations.
+#include <algorithm>
+#include <map>
+
+#include "agent_stages.h"
+
+namespace accelopt_search {
+namespace {
+
+json AsMember(json record) {
+  for (const char* key : {"status", "error", "compiled", "correct", "fix_attempts", "diff", "parent_kernel"}) record.erase(key);
+  return record;
+}
+
+json Snapshot(const json& metrics) {
+  json out = json::object();
+  if (!metrics.is_object()) return out;
+  for (const char* key : {"latency_ms", "bottleneck", "engine_busy_ms", "dma_count", "instruction_count", "hbm_read_bytes",
+                          "hbm_write_bytes", "tensor_engine_active_time_percent", "vector_engine_active_time_percent",
+                          "scalar_engine_active_time_percent", "dma_active_time_percent"}) {
+    if (metrics.contains(key)) out[key] = metrics[key];
+  }
+  return out;
+}
+
+}  // namespace
+
+void WriteAgentFiles(const std::filesystem::path& dir, const json& state) {
+  std::vector<json> all;
+  json lessons = json::object();
+  for (const auto& [case_name, c] : state["cases"].items()) {
+    for (const auto& e : c.value("experiments", json::array())) all.push_back(e);
+    lessons[case_name] = c.value("lessons", json::array());
+  }
+  std::stable_sort(all.begin(), all.end(), [](const json& a, const json& b) { return a.value("round", 0) < b.value("round", 0); });
+  std::string lines;
+  for (const auto& e : all) lines += e.dump() + "\n";
+  WriteText(dir / "experiments.jsonl", lines);
+  WriteJson(dir / "lessons.json", {{"version", 1}, {"cases", lessons}});
+}
+
+json RunAgentStep(StageContext& ctx) {
+  const json& with = ctx.With();
+  json state = with.value("state", json());
+  if (!state.is_object() || !state.contains("cases")) throw StageFailure("config_error", "`state` must come from native:agent_pick");
+  const json records = ListOf(with.value("records", json()), "records");
+  const json failures = ListOf(with.value("failures", json()), "failures");
+  const double threshold = ctx.Param<double>("divergence_threshold");
+  const int limit = ctx.Param<int>("no_improve_limit");
+  const int budget = ctx.Param<int>("budget");
+  const int64_t round = with.value("iteration", int64_t{0});
+  std::map<std::string, json> by_case;
+  for (const auto& f : failures) by_case[f.value("case_name", "")] = f;
+  for (const auto& r : records) by_case[r.value("case_name", "")] = r;  // a profiled record wins
+  json summaries = json::array();
+  bool all_done = true;
+  for (auto& [case_name, c] : state["cases"].items()) {
+    if (c["picked"].is_object() && by_case.count(case_name)) {
+      const json& record = by_case[case_name];
+      const bool profiled = record.contains("compiled") || record.value("status", "") == "ok";
+      const bool ok = record.value("status", "") == "ok" && NumberField(record, "latency_ms").value_or(0) > 0;
+      const double latency = ok ? record["latency_ms"].get<double>() : 0.0;
+      const double best_before = c["best_latency_ms"].get<double>();
+      const json error = record.value("error", json::object());
+      const std::string kind = error.is_object() ? error.value("kind", "") : "";
+      const Outcome outcome = Judge(ok, latency, best_before, threshold, kind);
+      const std::string plan = c["picked"].value("summary", "");
+      json experiment = {{"round", round},
+                         {"case_name", case_name},
+                         {"status", outcome.status},
+                         {"candidate", record.value("id", "")},
+                         {"latency_ms", ok ? json(latency) : json()},
+                         {"best_latency_ms_before", best_before},
+                         {"speedup_vs_best", ok ? json(best_before / latency) : json()},
+                         {"score", ok ? json(c["best"].value("baseline_latency_ms", best_before) / latency) : json()},
+                         {"plan_summary", plan},
+                         {"error", ok ? json() : json((kind + ": " + (error.is_object() ? error.value("message", "") : "")).substr(0, 500))},
+                         {"profile", Snapshot(record.value("metrics", json::object()))}};
+      c["experiments"].push_back(experiment);
+      c["tried"].push_back(c["picked"]["key"]);
+      if (profiled) c["evaluations"] = c.value("evaluations", 0) + 1;
+      c["rounds"] = c.value("rounds", 0) + 1;
+      if (!outcome.category.empty()) c["lessons"].push_back(Lesson(round, outcome.lesson, outcome.category, plan));
+      if (outcome.keep) {
+        json member = AsMember(record);
+        member["speedup_vs_best"] = best_before / latency;  // computed before the best moves
+        c["current"] = member;
+        if (outcome.new_best) {
+          c["best"] = member;
+          c["best_latency_ms"] = latency;
+        }
+      }
+      if (outcome.status == "divergence_revert") c["current"] = c["best"];
+      if (outcome.status == "improved") c["no_improve"] = 0;
+      if (outcome.status == "no_improvement") c["no_improve"] = c.value("no_improve", 0) + 1;
+      ctx.Info(case_name + " round " + std::to_string(round) + ": " + outcome.status + (outcome.lesson.empty() ? "" : " - " + outcome.lesson));
+      summaries.push_back({{"case_name", case_name}, {"status", outcome.status}, {"lesson", outcome.lesson}});
+      if (c["no_improve"].get<int>() >= limit) {
+        c["done"] = true;
+        c["done_reason"] = std::to_string(limit) + " rounds without improvement";
+      } else if (c["evaluations"].get<int>() >= budget) {
+        c["done"] = true;
+        c["done_reason"] = "budget of " + std::to_string(budget) + " evaluations used";
+      }
+    }
+    c["picked"] = nullptr;
+    if (!c.value("done", false)) all_done = false;
+  }
+  state["done"] = all_done;
+  WriteAgentFiles(ctx.RunDir(), state);
+  return {{"state", state}, {"beam", AgentBeam(state)}, {"best", AgentBest(state)}, {"rounds", summaries}, {"done", all_done}};
+}
+
+}  // namespace accelopt_search

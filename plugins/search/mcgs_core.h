@@ -1,0 +1,112 @@
+// plugins/search/mcgs_core.h - the arithmetic of the Monte-Carlo graph search
+// (docs/search.md): PUCT, progressive widening, seeded Dirichlet noise,
+// leaf selection with virtual loss, transposition merging and
+// backpropagation, on the JSON graph the stages carry. Pure functions
+// without the plugin SDK (compiled into the tests as well:
+// tests/host/search/mcgs_core_test.cc).
+//
+// One problem's graph ("case graph"):
+//   {"root": "n0", "next_id": 1, "evaluations": 0, "baseline_latency_ms": x,
+//    "incumbent": "n0", "done": false, "pending": [selection...],
+//    "nodes": {"n0": node, ...}}
+// node:
+//   {"id", "hash", "status": "ok"|"failed"|"pending", "latency_ms", "N", "W",
+//    "depth", "parent", "moves_ready", "moves": [move...], ...}
+// move (an edge once expanded):
+//   {"id", "rule", "title", "prior", "state": "untried"|"pending"|"expanded"|"invalid"|"pruned",
+//    "child": node id or null, "n": edge visits, ...}
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace accelopt_search {
+
+using nlohmann::json;
+
+/// The search constants (all documented parameters of the pipeline).
+struct SearchParams {
+  double c_puct = 1.0;            ///< exploration weight of PUCT
+  double widen_k = 1.0;           ///< progressive widening: ceil(k * N^alpha) children
+  double widen_alpha = 0.5;
+  double dirichlet_alpha = 0.3;   ///< root noise concentration
+  double noise_eps = 0.25;        ///< root noise weight (0 = off)
+  double virtual_loss = 1.0;      ///< value charged per in-flight visit while selecting
+  double fail_value = -0.5;       ///< value of a failed candidate (log-speedup units)
+  int workers = 1;                ///< selections (evaluations in flight) per problem and round
+  int budget = 40;                ///< candidate evaluations per problem
+};
+
+/// SearchParams from a stage's `with` (missing keys keep the defaults above).
+SearchParams ParamsFrom(const json& with);
+
+/// Q(s,a) + c_puct * P(s,a) * sqrt(N(s)) / (1 + N(s,a)).
+double Puct(double q, double prior, double parent_visits, double edge_visits, double c_puct);
+
+/// Children a node with `visits` visits may have: ceil(k * max(1, N)^alpha), at least 1.
+int WidenLimit(double visits, double k, double alpha);
+
+/// Value of an evaluation: log(baseline / latency) for a correct kernel, `fail_value` otherwise.
+double Value(bool ok, double latency_ms, double baseline_ms, double fail_value);
+
+/// splitmix64 step; the search's only random source (portable, unlike std:: distributions).
+uint64_t SplitMix64(uint64_t& state);
+/// A 64-bit seed from a base seed, a round number and a text (e.g. the case name).
+uint64_t DeriveSeed(int64_t seed, int64_t round, const std::string& text);
+/// n samples of Dirichlet(alpha, ..., alpha), seeded; same seed -> same vector
+/// on every platform (Marsaglia-Tsang gamma, Box-Muller normals). n == 0: empty.
+std::vector<double> Dirichlet(uint64_t seed, size_t n, double alpha);
+/// (1 - eps) * priors + eps * noise, element-wise.
+std::vector<double> MixNoise(const std::vector<double>& priors, const std::vector<double>& noise, double eps);
+
+/// Mean value W/N of a node (0 when unvisited).
+double MeanValue(const json& node);
+
+/// One selected leaf: expand move `move` of node `node`, reached by `path` (root first, node last).
+struct Selection {
+  std::vector<std::string> path;
+  std::string node;
+  int move = -1;
+  double prior = 0;        ///< the move's prior as used (noise included at the root)
+  json steps = json::array();  ///< per node on the path: {node, choice, scores...} for the trace
+};
+
+/// Selects up to `count` leaves in `graph` (a case graph) with virtual loss
+/// between them: from the root, expand the best untried move (highest prior,
+/// noisy at the root) while the node has fewer children than WidenLimit allows
+/// or no child to descend into; otherwise descend to the child of highest
+/// PUCT (children on the current path, failed or exhausted are skipped).
+/// Chosen moves become "pending". Root noise: Dirichlet(seed) over the root's
+/// live moves. Returns fewer selections when the graph is exhausted.
+std::vector<Selection> SelectLeaves(json& graph, const SearchParams& params, uint64_t seed, int count);
+
+/// True when nothing below the root can be expanded any more.
+bool Exhausted(const json& graph);
+
+/// Adds a visit with `value` to every node of `path` and to the edges between
+/// consecutive nodes (the first move of a whose child is b).
+void Backpropagate(json& graph, const std::vector<std::string>& path, double value);
+
+/// The result of attaching a move's resulting state to the graph.
+struct Merge {
+  std::string child;   ///< the node the move leads to
+  bool created = false;  ///< a new node (to evaluate); false: a transposition (or self-loop)
+  bool self_loop = false;  ///< the move leads back to its own node
+};
+
+/// Move `move` of `node` produced a kernel whose canonical hash is `hash`:
+/// if a node with that hash exists, the move becomes an edge to it
+/// (transposition); otherwise a new pending node is created. `fields` are
+/// copied into a new node. A self-loop marks the move "invalid".
+Merge MergeState(json& graph, const std::string& node, int move, const std::string& hash, const json& fields);
+
+/// Node id with `hash`, or "" when none.
+std::string FindHash(const json& graph, const std::string& hash);
+
+/// Normalizes `weights` to sum 1 (uniform when they sum to <= 0).
+std::vector<double> Normalize(const std::vector<double>& weights);
+
+}  // namespace accelopt_search

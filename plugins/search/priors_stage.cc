@@ -1,0 +1,108 @@
+// native:mcgs_priors - turns the moves proposed for frontier nodes
+// (native:plan's plans: accelopt.rules.propose in rules mode, LLM plans
+// otherwise) into the nodes' edges-to-be with priors:
+//   weight = base x tactic factor, normalized over the node's kept moves;
+//   base   = the plan's own `prior` when it has one, else 1/(1+rank) (prior: rank)
+//            or 1 (prior: uniform);
+//   tactic factor = 2 (improved+1)/(n+2) from the tactic statistics of (rule,
+//            bottleneck of the node) (1 without statistics; tactic_weight 0 disables);
+// a move whose predicted gain is below min_pred_gain is kept as "pruned"
+// (never expanded). The predicted gain is exp(mean log gain) - 1 of the
+// move's statistics once they hold tactic_min_count evaluations; the
+// proposer's own `predicted_gain` (an estimate from the profile, no
+// measurement) counts only with prune_predicted, else it is just recorded.
+#include <cmath>
+#include <map>
+
+#include "search_stages.h"
+
+namespace accelopt_search {
+
+json RunMcgsPriors(StageContext& ctx) {
+  const json& with = ctx.With();
+  json graph = GraphParam(ctx);
+  const json plans = ListOf(with.value("plans", json()), "plans");
+  const json frontier = ListOf(with.value("frontier", json()), "frontier");
+  const std::string mode = ctx.Param<std::string>("prior");
+  const double tactic_weight = ctx.Param<double>("tactic_weight");
+  const double min_gain = ctx.Param<double>("min_pred_gain");
+  const int min_count = ctx.Param<int>("tactic_min_count");
+  const bool prune_predicted = ctx.Param<bool>("prune_predicted");
+  const json& tactics = graph["tactics"];
+
+  std::map<std::pair<std::string, std::string>, std::vector<json>> by_node;
+  for (const auto& plan : plans) {
+    const json candidate = plan.value("candidate", json::object());
+    by_node[{candidate.value("case_name", ""), candidate.value("search_node", "")}].push_back(plan);
+  }
+  int attached = 0, pruned = 0;
+  for (const auto& member : frontier) {
+    const std::string case_name = member.value("case_name", "");
+    const std::string id = member.value("search_node", "");
+    if (!graph["cases"].contains(case_name) || !graph["cases"][case_name]["nodes"].contains(id)) continue;
+    json& node = graph["cases"][case_name]["nodes"][id];
+    if (node.value("moves_ready", false)) continue;
+    const std::string bottleneck = node.value("bottleneck", "unknown");
+    const auto& proposed = by_node[{case_name, id}];
+    json moves = json::array();
+    std::vector<double> weights;
+    std::vector<size_t> kept;
+    for (size_t r = 0; r < proposed.size(); ++r) {
+      const json& plan = proposed[r];
+      const std::string rule = plan.contains("rule") && plan["rule"].is_string() && !plan["rule"].get<std::string>().empty()
+                                   ? plan["rule"].get<std::string>()
+                                   : plan.value("origin", "llm");
+      double base = mode == "uniform" ? 1.0 : 1.0 / (1.0 + static_cast<double>(r));
+      if (auto own = NumberField(plan, "prior"); own && *own > 0) base = *own;
+      const json stats = TacticEntry(tactics, rule, bottleneck);
+      double factor = 1.0;
+      const std::optional<double> estimate = NumberField(plan, "predicted_gain");
+      std::optional<double> predicted = prune_predicted ? estimate : std::nullopt;
+      if (stats.is_object()) {
+        const int n = stats.value("n", 0), improved = stats.value("improved", 0), failed = stats.value("failed", 0);
+        factor = 2.0 * (improved + 1.0) / (n + 2.0);
+        if (!predicted && n >= min_count && min_count > 0) {
+          predicted = n - failed > 0 ? std::exp(stats.value("log_gain_sum", 0.0) / (n - failed)) - 1.0 : -1.0;
+        }
+      }
+      const double weight = base * (tactic_weight > 0 ? std::pow(factor, tactic_weight) : 1.0);
+      const std::string rule_plan = plan.value("rule_plan_id", std::string());
+      json move = {{"id", rule_plan.empty() ? plan.value("plan_id", std::string()) : rule_plan},
+                   {"rule", rule},
+                   {"title", plan.value("title", "")},
+                   {"text", plan.value("text", "")},
+                   {"origin", plan.value("origin", "rules")},
+                   {"prior", 0.0},
+                   {"weight", weight},
+                   {"predicted_gain", predicted ? json(*predicted) : (estimate ? json(*estimate) : json())},
+                   {"state", "untried"},
+                   {"child", nullptr},
+                   {"n", 0}};
+      if (plan.contains("rule")) {
+        move["params"] = plan.value("params", json::object());
+        move["rule_plan_id"] = plan.value("rule_plan_id", "");
+      }
+      if (predicted && *predicted < min_gain) {
+        move["state"] = "pruned";
+        ++pruned;
+      } else {
+        kept.push_back(moves.size());
+        weights.push_back(weight);
+      }
+      moves.push_back(move);
+    }
+    const std::vector<double> priors = Normalize(weights);
+    for (size_t j = 0; j < kept.size(); ++j) moves[kept[j]]["prior"] = priors[j];
+    attached += static_cast<int>(kept.size());
+    node["moves"] = moves;
+    node["moves_ready"] = true;
+    json summary = json::array();
+    for (const auto& m : moves) summary.push_back({{"id", m["id"]}, {"prior", m["prior"]}, {"state", m["state"]}});
+    AddEvent(graph, {{"type", "moves"}, {"case", case_name}, {"node", id}, {"bottleneck", bottleneck}, {"moves", summary}});
+  }
+  ctx.Info(std::to_string(attached) + " moves attached to " + std::to_string(frontier.size()) + " node(s)" +
+           (pruned ? ", " + std::to_string(pruned) + " pruned below the minimum predicted gain" : ""));
+  return {{"graph", graph}, {"frontier", json::array()}, {"moves", attached}, {"pruned", pruned}};
+}
+
+}  // namespace accelopt_search

@@ -1,0 +1,36 @@
+// plugins/search/search_stages.h - the stages of the `search` plugin: the
+// Monte-Carlo graph search (mcgs_*) and the reflexion agent loop (agent_*).
+// docs/search.md describes the loops and their data.
+#pragma once
+
+#include "search_common.h"
+
+namespace accelopt_search {
+
+/// native:mcgs_init - search state from the baseline beam; first frontier.
+json RunMcgsInit(StageContext& ctx);
+/// native:mcgs_priors - attaches proposed moves (native:plan's plans) to frontier nodes with priors; prunes weak moves.
+json RunMcgsPriors(StageContext& ctx);
+/// native:mcgs_select - PUCT + progressive widening + root Dirichlet noise + virtual loss -> plans to execute.
+json RunMcgsSelect(StageContext& ctx);
+/// native:mcgs_transpose - canonical state hashes of executed moves; transpositions merged; new states to profile.
+json RunMcgsTranspose(StageContext& ctx);
+/// native:mcgs_backprop - values of the evaluated states backed up along their paths; incumbent; files.
+json RunMcgsBackprop(StageContext& ctx);
+
+/// tactics.json of an earlier run ({"version", "entries"}); empty statistics for "".
+json LoadTactics(const std::string& path);
+/// Records one evaluation of `rule` applied on a kernel whose bottleneck is `bottleneck`.
+void RecordTactic(json& tactics, const std::string& rule, const std::string& bottleneck, const std::string& problem,
+                  bool ok, double speedup_vs_parent);
+/// The statistics entry of (rule, bottleneck), or null.
+json TacticEntry(const json& tactics, const std::string& rule, const std::string& bottleneck);
+
+/// Writes search_graph.json, events.jsonl (the first graph.events lines of the
+/// existing file, then graph.pending_events) and trace.md into `dir`, and
+/// tactics.json; all atomically. Moves the pending events into the count.
+void PersistSearch(const std::filesystem::path& dir, json& graph);
+/// trace.md from the events.
+std::string RenderTrace(const std::vector<json>& events);
+
+}  // namespace accelopt_search

@@ -1,0 +1,67 @@
+// native:mcgs_select - one round of leaf selection per problem: up to
+// `workers` selections (evaluations in flight, kept apart by virtual loss)
+// while the problem's budget of evaluations lasts; each selection becomes
+// a plan for native:execute (the move's rule plan, or its LLM plan text).
+#include "search_stages.h"
+
+namespace accelopt_search {
+
+json RunMcgsSelect(StageContext& ctx) {
+  const json& with = ctx.With();
+  json graph = GraphParam(ctx);
+  const SearchParams params = ParamsFrom(with);
+  const int64_t round = with.value("iteration", int64_t{0});
+  const int64_t seed = with.value("seed", int64_t{0});
+  graph["round"] = round;
+  json plans = json::array();
+  bool all_done = true;
+  for (auto& [case_name, cg] : graph["cases"].items()) {
+    // Pending moves of an earlier round that never came back (a stage failed) are tried again.
+    for (auto& [id, node] : cg["nodes"].items()) {
+      for (auto& move : node["moves"]) {
+        if (move.value("state", "") == "pending") move["state"] = "untried";
+      }
+    }
+    cg["pending"] = json::array();
+    if (cg.value("done", false)) continue;
+    const int remaining = params.budget - cg.value("evaluations", 0);
+    if (remaining <= 0) {
+      cg["done"] = true;
+      cg["done_reason"] = "budget";
+      AddEvent(graph, {{"type", "done"}, {"case", case_name}, {"reason", "budget of " + std::to_string(params.budget) + " evaluations used"}});
+      continue;
+    }
+    auto selections = SelectLeaves(cg, params, DeriveSeed(seed, round, case_name), std::min(params.workers, remaining));
+    if (selections.empty() && Exhausted(cg)) {
+      cg["done"] = true;
+      cg["done_reason"] = "exhausted";
+      AddEvent(graph, {{"type", "done"}, {"case", case_name},
+                       {"reason", "no move left to expand after " + std::to_string(cg.value("evaluations", 0)) + " evaluations"}});
+      continue;
+    }
+    all_done = false;
+    for (const auto& sel : selections) {
+      const json& move = cg["nodes"][sel.node]["moves"][sel.move];
+      const std::string plan_id = sel.node + "m" + std::to_string(sel.move);
+      json plan = {{"plan_id", plan_id},     {"index", sel.move},
+                   {"title", move.value("title", "")}, {"text", move.value("text", move.value("title", ""))},
+                   {"origin", move.value("origin", "rules")}, {"candidate", MemberOf(cg, sel.node)}};
+      if (move.contains("rule_plan_id")) {
+        plan["rule"] = move["rule"];
+        plan["rule_plan_id"] = move["rule_plan_id"];
+        plan["params"] = move.value("params", json::object());
+      }
+      plans.push_back(plan);
+      cg["pending"].push_back({{"plan_id", plan_id}, {"path", sel.path}, {"node", sel.node}, {"move", sel.move}, {"prior", sel.prior}});
+      AddEvent(graph, {{"type", "select"}, {"case", case_name}, {"path", sel.path}, {"node", sel.node},
+                       {"move", move.value("id", "")}, {"title", move.value("title", "")}, {"prior", sel.prior},
+                       {"steps", sel.steps}});
+    }
+  }
+  graph["done"] = all_done;
+  ctx.Info("round " + std::to_string(round) + ": " + std::to_string(plans.size()) + " move(s) selected" +
+           (all_done ? "; every problem is done" : ""));
+  return {{"graph", graph}, {"plans", plans}, {"selected", plans.size()}, {"done", all_done}};
+}
+
+}  // namespace accelopt_search

@@ -1,0 +1,90 @@
+// native:mcgs_transpose - the executed moves meet the graph: each new
+// kernel's canonical state hash (accelopt.search.canon) is looked up; a known
+// state makes the move an edge to that node (a transposition: no
+// evaluation), a new one becomes a pending node and goes on to native:profile.
+// Moves that produced no kernel (a refused rule, no code block) are dropped.
+#include <map>
+
+#include "search_stages.h"
+
+namespace accelopt_search {
+
+json RunMcgsTranspose(StageContext& ctx) {
+  const json& with = ctx.With();
+  json graph = GraphParam(ctx);
+  const json executed = with.value("execute", json());
+  const json candidates = ListOf(executed, "candidates");
+  const json failures = ListOf(executed, "failures");
+  // (case, plan id) -> index into the case's pending list
+  std::map<std::pair<std::string, std::string>, size_t> pending;
+  for (auto& [case_name, cg] : graph["cases"].items()) {
+    for (size_t i = 0; i < cg["pending"].size(); ++i) pending[{case_name, cg["pending"][i].value("plan_id", "")}] = i;
+  }
+  auto find = [&](const json& record) -> json* {
+    const std::string case_name = record.value("case_name", "");
+    const std::string plan_id = record.value("plan", json::object()).value("plan_id", "");
+    auto it = pending.find({case_name, plan_id});
+    return it == pending.end() ? nullptr : &graph["cases"][case_name]["pending"][it->second];
+  };
+  int invalid = 0, transpositions = 0;
+  for (const auto& failure : failures) {
+    json* p = find(failure);
+    if (!p) continue;
+    const std::string case_name = failure.value("case_name", "");
+    json& move = graph["cases"][case_name]["nodes"][(*p)["node"].get<std::string>()]["moves"][(*p)["move"].get<int>()];
+    const json error = failure.value("error", json::object());
+    move["state"] = "invalid";
+    move["error"] = error;
+    (*p)["outcome"] = "invalid";
+    ++invalid;
+    AddEvent(graph, {{"type", "invalid"}, {"case", case_name}, {"node", (*p)["node"]}, {"move", move.value("id", "")},
+                     {"reason", error.value("kind", "error") + ": " + error.value("message", "").substr(0, 200)}});
+  }
+  std::vector<std::string> paths;
+  for (const auto& c : candidates) paths.push_back(c.value("kernel", ""));
+  const std::vector<std::string> hashes = StateHashes(ctx, paths);
+  json out = json::array();
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    json candidate = candidates[i];
+    json* p = find(candidate);
+    if (!p) {
+      ctx.Warn(candidate.value("id", "") + ": no pending selection for this candidate; ignored");
+      continue;
+    }
+    const std::string case_name = candidate.value("case_name", "");
+    json& cg = graph["cases"][case_name];
+    const std::string node = (*p)["node"];
+    const int index = (*p)["move"];
+    const std::string hash = hashes[i].empty() ? candidate.value("source_hash", candidate.value("id", "")) : hashes[i];
+    Merge merge = MergeState(cg, node, index, hash, NodeFieldsFrom(candidate));
+    json& move = cg["nodes"][node]["moves"][index];
+    move["candidate"] = candidate.value("id", "");
+    if (candidate.contains("diff")) move["diff"] = candidate["diff"];
+    if (merge.self_loop) {
+      (*p)["outcome"] = "invalid";
+      ++invalid;
+      AddEvent(graph, {{"type", "invalid"}, {"case", case_name}, {"node", node}, {"move", move.value("id", "")},
+                       {"reason", "unchanged: the kernel is its parent's state"}});
+    } else if (!merge.created) {
+      (*p)["outcome"] = "transposition";
+      (*p)["child"] = merge.child;
+      ++transpositions;
+      AddEvent(graph, {{"type", "transposition"}, {"case", case_name}, {"node", node}, {"move", move.value("id", "")},
+                       {"child", merge.child}, {"hash", hash}});
+    } else {
+      (*p)["outcome"] = "new";
+      (*p)["child"] = merge.child;
+      candidate["search_node"] = merge.child;
+      candidate["state_hash"] = hash;
+      AddEvent(graph, {{"type", "candidate"}, {"case", case_name}, {"node", node}, {"move", move.value("id", "")},
+                       {"candidate", candidate.value("id", "")}, {"child", merge.child}, {"hash", hash}});
+      out.push_back(candidate);
+    }
+  }
+  ctx.Info(std::to_string(out.size()) + " new state(s) to evaluate" +
+           (transpositions ? ", " + std::to_string(transpositions) + " transposition(s)" : "") +
+           (invalid ? ", " + std::to_string(invalid) + " move(s) dropped" : ""));
+  return {{"graph", graph}, {"candidates", out}, {"transpositions", transpositions}, {"invalid", invalid}};
+}
+
+}  // namespace accelopt_search

@@ -1,0 +1,130 @@
+// pipelines/nkibench-mcgs.yaml with a scripted OpenAI-compatible server (the
+// small silu case, emulator): LLM plans become moves, the executor's kernels
+// become states, a kernel reached twice is one node (transposition), and a
+// search killed with SIGKILL resumes to the same graph as an uninterrupted run.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <thread>
+
+#include "host/optimize/optimize_fixture.h"
+
+extern char** environ;
+
+using namespace accelopt::testing;
+using namespace accelopt::testing::optimize;
+using nlohmann::json;
+
+namespace {
+
+// Two plans per state: the real improvement and a kernel that does not compile.
+std::string Respond(const json& body) {
+  const std::string system = body["messages"][0]["content"];
+  const std::string user = body["messages"][1]["content"];
+  if (system.rfind("You are a performance engineer", 0) == 0) {
+    if (user.find("planner 1 of") != std::string::npos) return "PLAN: fuse the silu steps into one activation\nOne ScalarE instruction.";
+    return "PLAN: load whole rows with advanced indexing\nFewer DMA descriptors.";
+  }
+  if (system.rfind("You are an NKI kernel engineer", 0) == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));  // time to kill the host mid-search
+    if (user.find("fuse the silu steps") != std::string::npos) return Fenced(kFusedSilu);
+    return Fenced(kBrokenSilu);
+  }
+  return "TITLE: fused silu\nDESCRIPTION:\nOne activation.\n";
+}
+
+std::vector<std::string> Args(const std::filesystem::path& run_dir, const std::string& url) {
+  std::vector<std::string> args = {"run", SourcePath("pipelines/nkibench-mcgs.yaml").string(), "--run-dir", run_dir.string()};
+  for (const std::string s : {"vars.cases=small", "vars.problems=[silu]", "backend.nki=emulator", "vars.mode=llm",
+                              "vars.budget=4", "vars.workers=1", "vars.moves=2", "vars.isolation=inprocess",
+                              "vars.llm_concurrency=1", "llm.default.model=fake-model"}) {
+    args.push_back("--set");
+    args.push_back(s);
+  }
+  args.push_back("--set");
+  args.push_back("llm.default.base_url=" + url);
+  return args;
+}
+
+json Relative(const json& value, const std::string& prefix) {
+  if (value.is_string()) {
+    std::string s = value;
+    for (size_t at; (at = s.find(prefix)) != std::string::npos;) s.erase(at, prefix.size());
+    return s;
+  }
+  if (value.is_array() || value.is_object()) {
+    json out = value;
+    for (auto it = out.begin(); it != out.end(); ++it) *it = Relative(*it, prefix);
+    return out;
+  }
+  return value;
+}
+
+}  // namespace
+
+TEST_CASE("MCGS with a scripted LLM: plans are moves, a kernel reached twice is one node, kill -9 + resume gives the same search",
+          "[search][mcgs][e2e][llm]") {
+  ScriptedLlmServer server(Respond);
+  TempDir dir;
+  const auto fresh = dir.path() / "fresh";
+  auto result = RunHost(Args(fresh, server.BaseUrl()));
+  INFO(result.output);
+  REQUIRE(ReadJson(fresh / "run.json")["status"] == "succeeded");
+  const json graph = ReadJson(fresh / "search_graph.json");
+  const json cg = graph["cases"]["silu_M256_N1024"];
+  // root -> fused (correct, faster) and root -> broken (failed); from the fused kernel the
+  // "broken" plan gives the same broken kernel again: a transposition, not a new evaluation.
+  CHECK(cg["evaluations"] == 2);
+  CHECK(cg["done_reason"] == "exhausted");
+  REQUIRE(cg["nodes"].size() == 3);
+  const json& fused = cg["nodes"][cg["incumbent"].get<std::string>()];
+  CHECK(fused["speedup_vs_baseline"].get<double>() > 1.05);
+  std::string failed;
+  for (const auto& [id, node] : cg["nodes"].items()) {
+    if (node["status"] == "failed") failed = id;
+  }
+  REQUIRE_FALSE(failed.empty());
+  int edges_to_failed = 0;
+  for (const auto& [id, node] : cg["nodes"].items()) {
+    for (const auto& move : node["moves"]) edges_to_failed += move["state"] == "expanded" && move["child"] == failed;
+  }
+  CHECK(edges_to_failed == 2);
+  CHECK_THAT(ReadFile(fresh / "trace.md"), Catch::Contains("transposition"));
+  CHECK(ReadJson(fresh / "optimize_report.json")["rows"][0]["status"] == "improved");
+
+  // kill -9 after the first evaluation, then resume against the same server.
+  const auto killed = dir.path() / "killed";
+  std::vector<std::string> argv_storage{ACCELOPT_HOST_BINARY};
+  for (const auto& a : Args(killed, server.BaseUrl())) argv_storage.push_back(a);
+  std::vector<char*> argv;
+  for (auto& a : argv_storage) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  pid_t pid = -1;
+  REQUIRE(posix_spawn(&pid, ACCELOPT_HOST_BINARY, &actions, nullptr, argv.data(), environ) == 0);
+  posix_spawn_file_actions_destroy(&actions);
+  bool reached = false;
+  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+       !reached && std::chrono::steady_clock::now() < deadline;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    reached = ReadFile(killed / "events.jsonl").find("\"evaluate\"") != std::string::npos;
+  }
+  REQUIRE(reached);
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  CHECK(WIFSIGNALED(status));
+  auto resumed = RunHost({"run", "--resume", killed.string()});
+  INFO(resumed.output);
+  REQUIRE(ReadJson(killed / "run.json")["status"] == "succeeded");
+  CHECK(Relative(ReadJson(killed / "search_graph.json"), killed.string()) == Relative(graph, fresh.string()));
+  CHECK(ReadFile(killed / "trace.md") == ReadFile(fresh / "trace.md"));
+}
