@@ -104,11 +104,43 @@ def effects(run, nkibench, build, rows, out=sys.stdout):
         print(f"  bottleneck         {before.get('bottleneck')} -> {after.get('bottleneck')}", file=out)
 
 
+def _rows_from_records(run):
+    """Report rows rebuilt from ``optimize/records.jsonl`` (the candidates of the finished iterations)
+    when a run stopped before writing optimize_report.json; (rows, report header dict)."""
+    by = {}
+    with open(os.path.join(run, "optimize", "records.jsonl"), encoding="utf-8") as handle:
+        for line in handle:
+            rec = json.loads(line)
+            by.setdefault(rec["problem"], []).append(rec)
+    rows = []
+    for problem, recs in by.items():
+        base = recs[0]["baseline_latency_ms"]
+        ok = [r for r in recs if r.get("correct") and r.get("latency_ms") is not None]
+        best = min(ok, key=lambda r: r["latency_ms"]) if ok else None
+        best_ms = min(base, best["latency_ms"]) if best else base
+        peak_ms = ((best or recs[0]).get("peak") or {}).get("peak_ms")
+        won = best is not None and best["latency_ms"] < base
+        rows.append({"problem": problem, "case_name": recs[0]["case_name"], "original_latency_ms": base,
+                     "best_latency_ms": best_ms, "speedup": base / best_ms,
+                     "candidates": {"candidates": len(recs), "correct": len(ok)},
+                     "percent_of_peak_before": 100.0 * peak_ms / base if peak_ms else None,
+                     "percent_of_peak_after": 100.0 * peak_ms / best_ms if peak_ms else None,
+                     "kernel": best["kernel"] if won else None,
+                     "winner": {"history": best.get("history")} if won else None})
+    return rows, {"mode": "rules (partial: optimize/records.jsonl)", "target": "trn1"}
+
+
 def report(run, pipeline_label, out=sys.stdout):
-    """Prints the per-problem table of a finished run directory; returns the rows (list of dict)."""
-    with open(os.path.join(run, "optimize_report.json"), encoding="utf-8") as handle:
-        rep = json.load(handle)
-    rows = sorted(rep["rows"], key=lambda r: r["problem"])
+    """Prints the per-problem table of a run directory; returns the rows (list of dict). A run that
+    stopped early is read from its records (the candidates of its finished iterations)."""
+    path = os.path.join(run, "optimize_report.json")
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as handle:
+            rep = json.load(handle)
+        rows = rep["rows"]
+    else:
+        rows, rep = _rows_from_records(run)
+    rows = sorted(rows, key=lambda r: r["problem"])
     print(f"run {run} ({pipeline_label}, mode {rep.get('mode')}, target {rep.get('target')})", file=out)
     print(f"{'problem':24s} {'base ms':>9s} {'best ms':>9s} {'speedup':>8s} {'AccelOpt':>8s} {'>=AO':>4s} "
           f"{'peak% before':>12s} {'after':>6s} {'cands':>5s} {'ok':>4s}", file=out)
