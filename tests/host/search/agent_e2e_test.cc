@@ -3,10 +3,20 @@
 // guard and the speedup the summaries see.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <chrono>
 #include <fstream>
+#include <iterator>
 #include <set>
+#include <thread>
 
 #include "support/test_support.h"
+
+extern char** environ;
 
 using namespace accelopt::testing;
 using nlohmann::json;
@@ -112,4 +122,51 @@ TEST_CASE("agent divergence guard: a slower correct kernel beyond the threshold 
   result = RunHost(AgentArgs(lenient, {"vars.problems=[rmsnorm_matmul]", "vars.budget=4"}));
   REQUIRE(ReadJson(lenient / "run.json")["status"] == "succeeded");
   for (const auto& e : Lines(lenient / "experiments.jsonl")) CHECK(e["status"] != "divergence_revert");
+}
+
+TEST_CASE("agent loop killed with SIGKILL resumes with the same history as an uninterrupted run", "[search][agent][e2e][resume]") {
+  TempDir dir;
+  const std::vector<std::string> sets = {"vars.problems=[silu]", "vars.budget=6", "vars.isolation=inprocess"};
+  const auto fresh = dir.path() / "fresh";
+  RunHost(AgentArgs(fresh, sets));
+  REQUIRE(ReadJson(fresh / "run.json")["status"] == "succeeded");
+
+  const auto killed = dir.path() / "killed";
+  std::vector<std::string> argv_storage{ACCELOPT_HOST_BINARY};
+  for (const auto& a : AgentArgs(killed, sets)) argv_storage.push_back(a);
+  std::vector<char*> argv;
+  for (auto& a : argv_storage) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  pid_t pid = -1;
+  REQUIRE(posix_spawn(&pid, ACCELOPT_HOST_BINARY, &actions, nullptr, argv.data(), environ) == 0);
+  posix_spawn_file_actions_destroy(&actions);
+  bool reached = false;
+  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+       !reached && std::chrono::steady_clock::now() < deadline;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    reached = Lines(killed / "experiments.jsonl").size() >= 2;
+  }
+  REQUIRE(reached);
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  CHECK(WIFSIGNALED(status));
+  auto resumed = RunHost({"run", "--resume", killed.string()});
+  INFO(resumed.output);
+  REQUIRE(ReadJson(killed / "run.json")["status"] == "succeeded");
+  // the same attempts; error messages name each run's own kernel files
+  auto strip = [](const std::filesystem::path& run) {
+    std::string text = json(Lines(run / "experiments.jsonl")).dump();
+    const std::string prefix = run.string();
+    for (size_t at; (at = text.find(prefix)) != std::string::npos;) text.erase(at, prefix.size());
+    return text;
+  };
+  CHECK(strip(killed) == strip(fresh));
+  CHECK(ReadJson(killed / "lessons.json") == ReadJson(fresh / "lessons.json"));
+  CHECK(ReadJson(killed / "optimize_report.json")["rows"][0]["winner"]["id"] ==
+        ReadJson(fresh / "optimize_report.json")["rows"][0]["winner"]["id"]);
 }
