@@ -16,7 +16,7 @@ Usage: /usr/bin/python3.11 bench/candidate_cost.py [NKIBENCH_DIR] [--build DIR] 
   A problem whose worker needs more than the default 4 GiB address space (six
   outputs of 1 GiB: bmm, bmm_softmax; lora) fails with out_of_memory (or the
   worker's std::bad_alloc) and runs again with ``--memory-limit`` (default
-  16G), marked "*".
+  16G), marked "*"; its search runs with the same limit.
 * ``search``: ``accelopt-bench-worker search`` (bench/worker_bench.cc): the
   same candidate through a warm 1-worker pool after one untimed call (cached
   published draws, worker started), ``--search`` calls one after another (the
@@ -101,10 +101,18 @@ def adhoc(build, kernel, reference, rel_tol, memory_limit=None):
     return wall, result
 
 
-def search(build, kernel, reference, rel_tol, n, m):
-    """accelopt-bench-worker search's JSON line (see bench/worker_bench.cc)."""
+def _bytes(size):
+    """'16G' / '512M' / '1024' -> bytes (int)."""
+    units = {"K": 2**10, "M": 2**20, "G": 2**30}
+    size = str(size).strip().upper()
+    return int(float(size[:-1]) * units[size[-1]]) if size[-1:] in units else int(size)
+
+
+def search(build, kernel, reference, rel_tol, n, m, memory_limit=None):
+    """accelopt-bench-worker search's JSON line (see bench/worker_bench.cc); ``memory_limit``
+    ('16G') raises each worker's address-space cap, as the ad hoc retry does."""
     cmd = [os.path.join(build, "bench", "accelopt-bench-worker"), "search", kernel, reference, str(n), str(m),
-           str(rel_tol or 0)]
+           str(rel_tol or 0)] + ([str(_bytes(memory_limit))] if memory_limit else [])
     done = subprocess.run(cmd, capture_output=True, text=True)
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     if done.returncode != 0 or not lines:
@@ -144,7 +152,8 @@ def main():
             row.update(adhoc_s=wall, adhoc_correct=result.get("correct"), adhoc_error=result.get("error"),
                        adhoc_timings=result.get("timings", {}))
         if not args.no_search:
-            found = search(args.build, kernel, reference, rel_tol, args.search, args.throughput)
+            found = search(args.build, kernel, reference, rel_tol, args.search, args.throughput,
+                           row.get("adhoc_memory_limit"))
             row["search"] = found
             if "search_ms" in found:
                 row["search_s"] = statistics.median(found["search_ms"]) / 1e3

@@ -16,7 +16,7 @@
 //     outputs judged outside the timed region), "end to end" times whole
 //     isolated calls, including the trusted host work every candidate needs
 //     (a fresh hidden input set with its reference outputs, and judging).
-//   accelopt-bench-worker search KERNEL REFERENCE [N=2] [M=2] [REL_TOL]
+//   accelopt-bench-worker search KERNEL REFERENCE [N=2] [M=2] [REL_TOL] [MEMORY_BYTES]
 //     one problem inside a running search (bench/candidate_cost.py): after one
 //     untimed call (worker start-up, the published seeds' draws cached, the
 //     footprint of an input set learnt), N calls of KERNEL through a warm
@@ -80,9 +80,11 @@ json Request(const std::string& kernel, const std::string& reference) {
   return {{"kernel", kernel}, {"reference", reference}, {"backend", "emulator"}, {"target", "trn1"}};
 }
 
-worker::PoolOptions Pool(const fs::path& scratch, int workers) {
+// `memory_bytes`: each worker's address-space cap (0: the default, 4 GiB).
+worker::PoolOptions Pool(const fs::path& scratch, int workers, uint64_t memory_bytes = 0) {
   worker::PoolOptions options;
   options.workers = workers;
+  if (memory_bytes > 0) options.config.memory_bytes = memory_bytes;
   options.config.executable = ACCELOPT_HOST_BINARY;
   options.config.scratch_root = scratch.string();
   return options;
@@ -271,14 +273,15 @@ int Scaling(int n) {
 }
 
 
-int Search(const std::string& kernel, const std::string& reference, int n, int m, double rel_tol) {
+int Search(const std::string& kernel, const std::string& reference, int n, int m, double rel_tol,
+           uint64_t memory_bytes) {
   fs::path dir = fs::temp_directory_path() / ("accelopt-bench-" + std::to_string(getpid()));
   fs::create_directories(dir / "scratch");
   json request = Request(kernel, reference);
   if (rel_tol > 0) request["rel_tol"] = rel_tol;
   json out = json::object();
   {
-    worker::WorkerPool pool(Pool(dir / "scratch", 1));
+    worker::WorkerPool pool(Pool(dir / "scratch", 1, memory_bytes));
     worker::LimitHostBlas();  // as ScopedWorkerPool does for a run
     auto start = Clock::now();
     json first = worker::IsolatedCall(pool, "accelopt.profile", "profile_kernel", request, json::object());
@@ -297,7 +300,7 @@ int Search(const std::string& kernel, const std::string& reference, int n, int m
     out["search_timings"] = timings;
   }
   if (m > 0) {
-    worker::WorkerPool pool(Pool(dir / "scratch", 2));
+    worker::WorkerPool pool(Pool(dir / "scratch", 2, memory_bytes));
     worker::LimitHostBlas();
     RunAll(2, [&](int) { Check(worker::IsolatedCall(pool, "accelopt.profile", "profile_kernel", request, json::object()), "warm-up"); });
     double ms = RunAll(2 * m, [&](int i) {
@@ -324,13 +327,13 @@ int main(int argc, char** argv) {
   if (mode == "overhead") return Overhead(argc > 2 ? std::atoi(argv[2]) : 200, argc > 3 ? std::atoi(argv[3]) : 40);
   if (mode == "search" && argc > 3)
     return Search(argv[2], argv[3], argc > 4 ? std::atoi(argv[4]) : 2, argc > 5 ? std::atoi(argv[5]) : 2,
-                  argc > 6 ? std::atof(argv[6]) : 0);
+                  argc > 6 ? std::atof(argv[6]) : 0, argc > 7 ? std::strtoull(argv[7], nullptr, 10) : 0);
   if (mode == "scaling") {
     int rc = Scaling(argc > 2 ? std::atoi(argv[2]) : 20);
     PrintCpu("total");
     return rc;
   }
   std::fprintf(stderr, "usage: accelopt-bench-worker overhead [N_POOL N_FRESH] | scaling [N] | "
-                       "search KERNEL REFERENCE [N M REL_TOL]\n");
+                       "search KERNEL REFERENCE [N M REL_TOL MEMORY_BYTES]\n");
   return 2;
 }
