@@ -2,7 +2,8 @@
 
     /usr/bin/python3.11 bench/search_strategies.py [--budget 20] [--problems silu,rmsnorm_matmul,... | all]
         [--published /path/to/published/NKIBench] [--full-budget 12] [--build build] [--run-dir runs/bench]
-        [--parallel 2] [--out docs/benchmarks/search-strategies.txt]
+        [--full-problems silu,rmsnorm_matmul] [--skip-small] [--parallel 2]
+        [--out docs/benchmarks/search-strategies.txt]
 
 For each case set - the small cases of nkibench/ (always) and, with
 ``--published``, the full-size published baselines of the same problems - runs
@@ -95,6 +96,8 @@ def main():
     parser.add_argument("--full-budget", type=int, default=12, help="budget for the published full-size cases")
     parser.add_argument("--problems", default=",".join(FIVE))
     parser.add_argument("--published", default="", help="published NKIBench directory (full-size baselines)")
+    parser.add_argument("--full-problems", default="", help="problems of the full-size set (default: --problems)")
+    parser.add_argument("--skip-small", action="store_true", help="only the full-size set")
     parser.add_argument("--build", default=os.path.join(REPO, "build"))
     parser.add_argument("--run-dir", default=os.path.join(REPO, "runs", "bench"))
     parser.add_argument("--parallel", type=int, default=2)
@@ -107,17 +110,19 @@ def main():
         with open(os.path.join(REPO, "nkibench", "summary.json"), encoding="utf-8") as handle:
             summary = json.load(handle)
         problems = sorted({c.get("problem") for c in summary} if isinstance(summary, list) else set(summary))
-    sets = [("small cases (nkibench/)", "small", os.path.join(REPO, "nkibench"), "small", args.budget)]
+    sets = [] if args.skip_small else [("small cases (nkibench/)", "small", os.path.join(REPO, "nkibench"), "small",
+                                        args.budget, problems)]
     if args.published:
-        sets.append(("published full-size baselines", "full", os.path.abspath(args.published), "full", args.full_budget))
+        full = [p.strip() for p in args.full_problems.split(",") if p.strip()] or problems
+        sets.append(("published full-size baselines", "full", os.path.abspath(args.published), "full", args.full_budget, full))
     out = [f"# Search strategies at equal budget ({time.strftime('%Y-%m-%d')}, bench/search_strategies.py)", ""]
-    for title, label, nkibench, cases, budget in sets:
+    for title, label, nkibench, cases, budget, chosen in sets:
         results = {}
         for strategy in STRATEGIES:
-            run, seconds, code = run_one(args, strategy, problems, budget, nkibench, cases, label)
+            run, seconds, code = run_one(args, strategy, chosen, budget, nkibench, cases, label)
             results[strategy] = {"run": os.path.relpath(run, REPO), "seconds": seconds, "code": code, "rows": rows_of(run)}
             print(f"{label} {strategy}: {seconds:.0f} s, exit {code}", file=sys.stderr)
-        out += table(title, budget, problems, results) + [""]
+        out += table(title, budget, chosen, results) + [""]
     text = "\n".join(out) + "\n"
     sys.stdout.write(text)
     with open(args.out, "w", encoding="utf-8") as handle:

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -105,6 +106,28 @@ Merge MergeState(json& graph, const std::string& node, int move, const std::stri
 
 /// Node id with `hash`, or "" when none.
 std::string FindHash(const json& graph, const std::string& hash);
+
+/// How a proposed move is weighted (native:mcgs_priors; docs/search.md "priors").
+struct PriorRule {
+  bool uniform = false;         ///< base 1 instead of 1/(1+rank)
+  double tactic_weight = 1.0;   ///< exponent of the tactic factor (0: statistics ignored)
+  int tactic_min_count = 3;     ///< evaluations before the statistics predict a gain (0: never)
+  bool prune_predicted = false;  ///< the proposer's own estimate may prune
+};
+
+/// The unnormalized weight of a move and its predicted gain (nullopt: unknown).
+struct MoveWeight {
+  double weight = 1.0;
+  std::optional<double> predicted;
+};
+
+/// Weight of the move at `rank` (0 = the proposer's first): base (`own_prior` when
+/// positive, else 1/(1+rank) or 1) x (2 (improved+1)/(n+2))^tactic_weight from `stats`
+/// (a tactics.json entry or null). Predicted gain: exp(log_gain_sum / correct) - 1 once the
+/// entry holds tactic_min_count evaluations (-1 when all failed), else `estimate` with
+/// prune_predicted.
+MoveWeight WeighMove(size_t rank, std::optional<double> own_prior, const json& stats, std::optional<double> estimate,
+                     const PriorRule& rule);
 
 /// Normalizes `weights` to sum 1 (uniform when they sum to <= 0).
 std::vector<double> Normalize(const std::vector<double>& weights);

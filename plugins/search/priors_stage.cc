@@ -11,7 +11,6 @@
 // move's statistics once they hold tactic_min_count evaluations; the
 // proposer's own `predicted_gain` (an estimate from the profile, no
 // measurement) counts only with prune_predicted, else it is just recorded.
-#include <cmath>
 #include <map>
 
 #include "search_stages.h"
@@ -23,11 +22,12 @@ json RunMcgsPriors(StageContext& ctx) {
   json graph = GraphParam(ctx);
   const json plans = ListOf(with.value("plans", json()), "plans");
   const json frontier = ListOf(with.value("frontier", json()), "frontier");
-  const std::string mode = ctx.Param<std::string>("prior");
-  const double tactic_weight = ctx.Param<double>("tactic_weight");
+  PriorRule prior_rule;
+  prior_rule.uniform = ctx.Param<std::string>("prior") == "uniform";
+  prior_rule.tactic_weight = ctx.Param<double>("tactic_weight");
+  prior_rule.tactic_min_count = ctx.Param<int>("tactic_min_count");
+  prior_rule.prune_predicted = ctx.Param<bool>("prune_predicted");
   const double min_gain = ctx.Param<double>("min_pred_gain");
-  const int min_count = ctx.Param<int>("tactic_min_count");
-  const bool prune_predicted = ctx.Param<bool>("prune_predicted");
   const json& tactics = graph["tactics"];
 
   std::map<std::pair<std::string, std::string>, std::vector<json>> by_node;
@@ -52,20 +52,10 @@ json RunMcgsPriors(StageContext& ctx) {
       const std::string rule = plan.contains("rule") && plan["rule"].is_string() && !plan["rule"].get<std::string>().empty()
                                    ? plan["rule"].get<std::string>()
                                    : plan.value("origin", "llm");
-      double base = mode == "uniform" ? 1.0 : 1.0 / (1.0 + static_cast<double>(r));
-      if (auto own = NumberField(plan, "prior"); own && *own > 0) base = *own;
-      const json stats = TacticEntry(tactics, rule, bottleneck);
-      double factor = 1.0;
       const std::optional<double> estimate = NumberField(plan, "predicted_gain");
-      std::optional<double> predicted = prune_predicted ? estimate : std::nullopt;
-      if (stats.is_object()) {
-        const int n = stats.value("n", 0), improved = stats.value("improved", 0), failed = stats.value("failed", 0);
-        factor = 2.0 * (improved + 1.0) / (n + 2.0);
-        if (!predicted && n >= min_count && min_count > 0) {
-          predicted = n - failed > 0 ? std::exp(stats.value("log_gain_sum", 0.0) / (n - failed)) - 1.0 : -1.0;
-        }
-      }
-      const double weight = base * (tactic_weight > 0 ? std::pow(factor, tactic_weight) : 1.0);
+      const MoveWeight mw = WeighMove(r, NumberField(plan, "prior"), TacticEntry(tactics, rule, bottleneck), estimate, prior_rule);
+      const double weight = mw.weight;
+      const std::optional<double> predicted = mw.predicted;
       const std::string rule_plan = plan.value("rule_plan_id", std::string());
       json move = {{"id", rule_plan.empty() ? plan.value("plan_id", std::string()) : rule_plan},
                    {"rule", rule},
