@@ -38,6 +38,7 @@ from . import analysis as A
 from . import patterns as P
 from .base import Candidate
 from .source import Edit
+from .widen import mul_j, mul_j1
 
 NAME = "hoist_transpose"
 SUMMARY = "Transpose an nl.matmul operand once outside the loop that reuses it (transpose_x=True)."
@@ -45,7 +46,6 @@ SUMMARY = "Transpose an nl.matmul operand once outside the loop that reuses it (
 
 def _slice_k(node, k):
     """W for ``k * W:(k + 1) * W`` (same forms as widen_loop), else None."""
-    from .widen import mul_j, mul_j1
     if not isinstance(node, ast.Slice) or node.step is not None or node.lower is None or node.upper is None:
         return None
     w0, w1 = mul_j(node.lower, k), mul_j1(node.upper, k)

@@ -46,6 +46,7 @@ import ast
 
 from . import analysis as A
 from .base import Candidate
+from .errors import NotApplicable
 from .source import Edit
 from .widen import NL_OK, NISA_OK
 
@@ -246,7 +247,6 @@ def _cand(src, loop, plan, t):
         used = {n.id for n in ast.walk(src.tree) if isinstance(n, ast.Name)}
         carry = f"{plan.scan[0].targets[0].id}_carry" if plan.scan else None
         if {var, start, carry} & used:
-            from .errors import NotApplicable
             raise NotApplicable(f"tile_free: a generated name is taken ({var}, {start}, {carry})")
         out = []
         chunk_text = []
