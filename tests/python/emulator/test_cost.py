@@ -359,6 +359,7 @@ def test_trn2_vector_performance_mode_for_16_bit_tiles():
     assert formulas.cycles("tensor_scalar", 2048, {"dt16": "sbuf"}, "scalar", t2) == 2048
     assert formulas.cycles("tensor_scalar", 2048, {}, "vector", t2) == 2048
     import nki_emu
+    nki_emu.install()  # the nki / neuronxcc.nki aliases (each test may run alone)
     import neuronxcc.nki.isa as nisa
     import neuronxcc.nki.language as nl
 
@@ -376,6 +377,7 @@ def test_dma_transpose_and_hardware_dge_in_the_dma_model():
     """A DMA transpose from HBM runs at 90 % of the DMA bandwidth, hardware DGE delays a
     dma_copy by ~600 ns (nki-facts §3.1); plain loads keep their 10-field records."""
     import nki_emu
+    nki_emu.install()  # the nki / neuronxcc.nki aliases (each test may run alone)
     import nki.isa as nisa
     import nki.language as nl
 
@@ -405,6 +407,7 @@ def test_dma_transpose_and_hardware_dge_in_the_dma_model():
 
 def test_sbuf_to_sbuf_dma_copy_moves_no_hbm_bytes():
     import nki_emu
+    nki_emu.install()  # the nki / neuronxcc.nki aliases (each test may run alone)
     import nki.isa as nisa
     import nki.language as nl
 
