@@ -1,6 +1,7 @@
 """``propose`` and ``apply``: the JSON contract of the rule-based proposer.
 
-propose(request) -> {"plans": [{"id", "rule", "description", "params", "effect"[, "predicted_gain"]}]}
+propose(request) -> {"plans": [{"id", "rule", "description", "params", "effect", "relieves"[, "predicted_gain"]}]}
+  (relieves: {resource: weight 0..1} - the engines, "dma" or "instructions" the move relieves)
 apply(request)   -> {"source", "diff"} or {"error": {"kind", "message"}}
 
 Neither raises for bad input; see docs/rules.md.
@@ -62,7 +63,7 @@ def _plan(rule, cand, busy=None):
     params = dict(cand.params)
     params["site"] = cand.site
     plan = {"id": f"{rule}:{cand.site}", "rule": rule, "description": cand.description, "params": params,
-            "effect": effects.EFFECTS.get(rule, "")}
+            "effect": effects.EFFECTS.get(rule, ""), "relieves": dict(cand.relieves)}
     gain = effects.predicted_gain(rule, cand.relieves, busy or {})
     if gain is not None:
         plan["predicted_gain"] = gain

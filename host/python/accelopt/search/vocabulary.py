@@ -1,0 +1,102 @@
+"""The move vocabulary an LLM planner chooses from (docs/search.md, "LLM moves").
+
+The vocabulary is accelopt.rules' registry: each rule name is a move kind with
+its documented effect (accelopt.rules.effects.EFFECTS). For one kernel,
+``describe`` adds the moves accelopt.rules.propose finds applicable (with their
+parameters and predicted gains), what each kind relieves, and the profile's
+bottleneck (accelopt.search.bottleneck). The planner must answer with one kind;
+``check_kind`` validates it.
+"""
+import re
+
+from accelopt.rules import api as rules_api
+from accelopt.rules import effects, registry
+
+from . import bottleneck
+
+# What a kind relieves when no applicable move of it on the kernel says so: the rules'
+# own `relieves` for their usual candidates (a kind not listed: fixed costs at half weight).
+KIND_RELIEVES = {
+    "tunable": {"instructions": 1.0, "dma": 0.6, "vector": 0.3, "scalar": 0.3},
+    "retile": {"instructions": 1.0, "dma": 0.6, "vector": 0.3, "scalar": 0.3},
+    "hoist_load": {"dma": 1.0},
+    "dedupe_load": {"dma": 1.0},
+    "hoist_invariant": {"instructions": 1.0, "vector": 0.5, "tensor": 0.3, "dma": 0.5},
+    "interchange": {"dma": 1.0, "vector": 0.4, "instructions": 0.5},
+    "widen_loop": {"instructions": 1.0, "dma": 0.6, "vector": 0.3, "scalar": 0.3},
+    "fuse_reciprocal": {"vector": 1.0, "instructions": 1.0},
+    "fuse_sigmoid": {"vector": 1.0, "scalar": 1.0, "instructions": 1.0},
+    "fuse_silu": {"vector": 1.0, "scalar": 1.0, "instructions": 1.0},
+    "reciprocal_to_scalar": {"vector": 1.0},
+    "square_to_activation": {"vector": 1.0},
+    "merge_tensor_scalar": {"instructions": 1.0, "vector": 0.5, "scalar": 0.5},
+    "scale_to_activation": {"vector": 1.0},
+    "hoist_transpose": {"tensor": 1.0, "scalar": 0.4, "vector": 0.4, "instructions": 0.6},
+    "tile_free": {"dma": 1.0, "vector": 0.3},
+    "evict_engine": {"vector": 0.6, "scalar": 0.6, "tensor": 0.3},
+}
+DEFAULT_RELIEVES = {"instructions": 0.5}
+
+
+def kinds():
+    """Every move kind: [{"name", "effect"}] in the registry's order."""
+    return [{"name": name, "effect": effects.EFFECTS.get(name, "")} for name in registry.RULES]
+
+
+def normalize_kind(text):
+    """The kind a planner wrote, as a vocabulary name: lower case, spaces and '-' as '_',
+    surrounding quotes/backticks and a ':site' suffix removed ("Fuse-SiLU" -> "fuse_silu")."""
+    t = str(text).strip().strip("`'\"*").strip()
+    t = t.split(":", 1)[0]
+    return re.sub(r"[\s\-]+", "_", t.strip().lower())
+
+
+def check_kind(name):
+    """(kind, None) when ``name`` names a kind after normalize_kind, else (None, error message)."""
+    kind = normalize_kind(name)
+    if kind in registry.RULES:
+        return kind, None
+    if not kind:
+        return None, "the reply names no move kind (a `MOVE: <kind>` line is required)"
+    return None, f"move kind {name!r} is not in the vocabulary; known kinds: {', '.join(registry.RULES)}"
+
+
+def relieves_of(kind, applicable):
+    """What ``kind`` relieves: the element-wise max of its applicable moves' ``relieves``,
+    else KIND_RELIEVES[kind], else DEFAULT_RELIEVES."""
+    out = {}
+    for plan in applicable:
+        if plan.get("rule") == kind and isinstance(plan.get("relieves"), dict):
+            for res, w in plan["relieves"].items():
+                out[res] = max(out.get(res, 0.0), float(w))
+    return out or dict(KIND_RELIEVES.get(kind, DEFAULT_RELIEVES))
+
+
+def describe(request):
+    """The vocabulary for one kernel, as the planner prompt shows it.
+
+    ``request``: {"source": kernel source, "metrics": profile fields, "peak":
+    accelopt.peak's object or null, "max_plans": applicable moves to list (default
+    12), "seed", "history": as accelopt.rules.propose}. Returns {"kinds": [{"name",
+    "effect", "relieves", "applicable": count}], "applicable": propose's plans (id,
+    rule, description, params, effect, relieves, predicted_gain), "bottleneck":
+    accelopt.search.bottleneck.classify(...) or None, "error": propose's error or
+    absent}. Never raises.
+    """
+    if not isinstance(request, dict):
+        return {"kinds": [], "applicable": [], "bottleneck": None,
+                "error": {"kind": "bad_request", "message": "request must be an object"}}
+    proposal = rules_api.propose({"source": request.get("source"), "metrics": request.get("metrics") or {},
+                                  "max_plans": request.get("max_plans", 12), "seed": request.get("seed", 0),
+                                  "history": request.get("history") or []})
+    applicable = proposal.get("plans", [])
+    out_kinds = []
+    for k in kinds():
+        k["relieves"] = relieves_of(k["name"], applicable)
+        k["applicable"] = sum(1 for p in applicable if p.get("rule") == k["name"])
+        out_kinds.append(k)
+    out = {"kinds": out_kinds, "applicable": applicable,
+           "bottleneck": bottleneck.classify(request.get("metrics"), request.get("peak"))}
+    if proposal.get("error"):
+        out["error"] = proposal["error"]
+    return out
