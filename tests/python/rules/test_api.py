@@ -28,7 +28,7 @@ def test_propose_is_deterministic_and_json():
     assert json.loads(json.dumps(a)) == a
     for plan in a["plans"]:
         # with metrics every plan also names its documented effect and a predicted gain (docs/rules.md)
-        assert set(plan) == {"id", "rule", "description", "params", "effect", "predicted_gain"}
+        assert set(plan) == {"id", "rule", "description", "params", "effect", "relieves", "predicted_gain"}
         assert plan["effect"] and "nki-facts §" in plan["effect"] and 0.0 <= plan["predicted_gain"] <= 0.9
         assert plan["id"].startswith(plan["rule"] + ":") and "\n" not in plan["description"]
         assert plan["rule"] in rules.RULES
