@@ -36,6 +36,9 @@ EFFECTS = {
     "hoist_transpose": "TensorE time and PSUM copies: nl.matmul's operand transposes run once per tile instead of "
                        "once per output block (nki-facts §3.5)",
     "tile_free": "SBUF working set: chunked tiles fit, no spill stores and reloads (nki-facts §3.4, §5.2)",
+    "defer_row_scale": "VectorE time and overlap: the per-row scale rides on the PSUM eviction that copies the tile "
+                       "anyway, so the row tiles' VectorE pass and SBUF tensor go and the in-order TensorE stream's "
+                       "transposes stop waiting for the row statistics (nki-facts §3.2, §3.3, §3.6)",
     "evict_engine": "overlap: PSUM evictions leave the in-order stream of the engine that runs the next tile's "
                     "elementwise chain (nki-facts §3.2)",
 }
@@ -44,7 +47,7 @@ GAINS = {
     "tunable": 0.15, "retile": 0.15, "hoist_load": 0.3, "dedupe_load": 0.2, "hoist_invariant": 0.2,
     "interchange": 0.5, "widen_loop": 0.15, "fuse_reciprocal": 0.3, "fuse_sigmoid": 0.5, "fuse_silu": 0.8,
     "reciprocal_to_scalar": 0.25, "square_to_activation": 0.2, "merge_tensor_scalar": 0.15,
-    "scale_to_activation": 0.15, "hoist_transpose": 0.3, "evict_engine": 0.2, "tile_free": 0.4,
+    "scale_to_activation": 0.15, "hoist_transpose": 0.3, "evict_engine": 0.2, "tile_free": 0.4, "defer_row_scale": 0.2,
 }
 
 
