@@ -86,3 +86,64 @@ def test_defer_row_scale_refuses_when_the_chain_breaks():
     scaled = H.edit(KERNEL, "= nl.copy(v15[i8, nl.arange(128)[:, None], nl.arange(512)[None, :]], dtype=np.float32)",
                     "= nisa.activation(op=nl.exp, data=v15[i8, nl.arange(128)[:, None], nl.arange(512)[None, :]])")
     H.not_applicable(scaled, "defer_row_scale")
+
+
+# the hand-written form (the published add_rmsnorm_matmul's structure, small): nl.matmul transposes the
+# normalized row block itself
+NAMED = H.kernel_source('''
+    @nki.jit
+    def kernel(x, w, g):
+        M, K = x.shape
+        _, N = w.shape
+        out = nl.ndarray((M, N), dtype=x.dtype, buffer=nl.shared_hbm)
+        g_t = nl.load(g.reshape((1, K))[nl.arange(1)[:, None], nl.arange(K)[None, :]])
+        for i in nl.affine_range(M // 128):
+            a_t = nl.load(x[i * 128:(i + 1) * 128, 0:K])
+            sq = nl.square(a_t)
+            mean = nl.sum(sq, axis=[1]) / K
+            r = nl.rsqrt(mean)
+            y = nl.multiply(a_t, r)
+            y[...] = nl.multiply(y, g_t.broadcast_to((128, K)))
+            for n in nl.affine_range(N // 512):
+                acc = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
+                for k in nl.affine_range(K // 128):
+                    w_t = nl.load(w[k * 128:(k + 1) * 128, n * 512:(n + 1) * 512])
+                    acc += nl.matmul(y[:, k * 128:(k + 1) * 128], w_t)
+                res = nl.copy(acc, dtype=out.dtype)
+                nl.store(out[i * 128:(i + 1) * 128, n * 512:(n + 1) * 512], value=res)
+        return out
+''')
+
+NAMED_FORWARD = "(x / np.sqrt(np.mean(np.square(x), axis=1, keepdims=True)) * g) @ w"
+
+
+def test_defer_row_scale_named_form_is_correct_also_after_hoist_transpose():
+    ref = H.reference("x, w, g", NAMED_FORWARD, [(256, 256), (256, 1024), (256,)])
+    new, before, after = H.check(NAMED, ref, "defer_row_scale", faster=False)
+    assert "        y = a_t\n" in new, new
+    assert "res = nisa.tensor_scalar(data=acc, op0=nl.multiply, operand0=r, dtype=out.dtype)" in new, new
+    assert after <= before * 1.01, (before, after)
+    # after hoist_transpose the rows reach the matmul through the transposed copy yT
+    hoisted, _ = H.rewrite(NAMED, "hoist_transpose")
+    new2, before2, after2 = H.check(hoisted, ref, "defer_row_scale", faster=False)
+    assert "        y = a_t\n" in new2 and "operand0=r, dtype=out.dtype)" in new2, new2
+    assert after2 <= before2 * 1.01, (before2, after2)
+
+
+def test_defer_row_scale_named_form_refuses():
+    # an add after the scale does not commute with it
+    add = H.edit(NAMED, "y[...] = nl.multiply(y, g_t", "y[...] = nl.add(y, g_t")
+    H.not_applicable(add, "defer_row_scale")
+    # a_t is read after the multiply: y may not alias it
+    reread = H.edit(NAMED, "            res = nl.copy(acc, dtype=out.dtype)\n",
+                    "            res = nl.copy(acc, dtype=out.dtype)\n"
+                    "            nl.store(out[i * 128:(i + 1) * 128, 0:K], value=a_t)\n")
+    H.not_applicable(reread, "defer_row_scale")
+    # the scaled rows are also stored directly
+    stored = H.edit(NAMED, "        for n in nl.affine_range(N // 512):\n",
+                    "        nl.store(out[i * 128:(i + 1) * 128, 0:K], value=y)\n"
+                    "        for n in nl.affine_range(N // 512):\n")
+    H.not_applicable(stored, "defer_row_scale")
+    # the statistic is no (P, 1) column
+    wide = H.edit(NAMED, "r = nl.rsqrt(mean)", "r = nl.rsqrt(sq)")
+    H.not_applicable(wide, "defer_row_scale")

@@ -18,7 +18,8 @@ the rows of ``x`` (the stationary's free dimension), the rewrite transposes
     ...       P1[..] = nisa.nc_matmul(X[i0, i1, ip, 512 * i3 + (128 * i4 + jf)], I[..], is_transpose=True)
           E[..] = nisa.tensor_scalar(data=C[i5, i0, i8, i9, ip, kf], op0=nl.multiply, operand0=R[i0, i8, ip, 0])
 
-The multiply statement and its tensor go. Effect (documented, nki-facts §3.2,
+The multiply statement and its tensor go. The same move on hand-written kernels
+(``y = nl.multiply(a, r)`` feeding ``nl.matmul``) is in row_scale_tiles.py. Effect (documented, nki-facts §3.2,
 §3.3, §3.6): one VectorE pass per row tile less and one SBUF tensor less; the
 TensorE transposes no longer wait for the statistic (a ScalarE/VectorE chain)
 of their rows, so the in-order TensorE stream stalls less where a new row
@@ -46,6 +47,7 @@ import copy
 from . import analysis as A
 from . import blocks
 from . import patterns as P
+from . import row_scale_tiles
 from .base import Candidate
 from .imports import isa_prefix
 
@@ -56,8 +58,13 @@ _COPIES = ("nl.copy", "nisa.tensor_copy")
 
 
 def candidates(src):
-    """One candidate per row-scaling ``tensor_scalar`` whose every use chain qualifies."""
+    """One candidate per row-scaling ``tensor_scalar`` (compiler style) or ``nl.multiply`` by a row
+    statistic (hand-written style, row_scale_tiles.py) whose every use chain qualifies."""
     out = []
+    for site, params, edits in row_scale_tiles.sites(src):
+        out.append(Candidate(src, site, f"scale the rows by '{params['scale']}' when evicting the matmul result "
+                             f"instead of in '{site}' before the matmul", edits, params,
+                             {"vector": 0.6, "tensor": 0.5, "instructions": 0.3}, 58.0))
     for func in A.functions(src.tree):
         info = _Func(src, func)
         for stmt in ast.walk(func):
