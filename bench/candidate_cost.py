@@ -25,8 +25,10 @@ Usage: /usr/bin/python3.11 bench/candidate_cost.py [NKIBENCH_DIR] [--build DIR] 
 
 Prints one table (ratios = wall / ref) and the medians against the targets
 (ad hoc: median <= 10, none above 40; search: median <= 4, none above 15),
-plus the worker's peak resident memory per candidate (MB, from the result's
-timings). The machine's other load distorts everything: run it alone, and
+plus the peak resident memory per candidate (MB, from the result's timings:
+``rss`` the largest candidate process of the worker, ``host`` the host
+process itself) and the number of worker passes (accelopt/sandbox/passes.py;
+``--pass-bytes`` sets their budget). The machine's other load distorts everything: run it alone, and
 repeat. The latest output is docs/benchmarks/candidate-cost.txt.
 """
 import argparse
@@ -135,11 +137,15 @@ def main():
     parser.add_argument("--no-search", action="store_true")
     parser.add_argument("--json", default="", help="also write every measurement to this file")
     parser.add_argument("--memory-limit", default="16G", help="ad hoc retry's worker memory after out_of_memory")
+    parser.add_argument("--pass-bytes", default="", help="bytes of data per worker pass (ACCELOPT_PASS_BYTES, "
+                                                          "e.g. 8G for one pass); default: the host's")
     args = parser.parse_args()
     problems = [p for p in args.problems.split(",") if p]
     rows = []
+    if args.pass_bytes:
+        os.environ["ACCELOPT_PASS_BYTES"] = str(_bytes(args.pass_bytes))  # the host's passes (children inherit)
     print(f"{'problem':24s} {'ref s':>7s} {'adhoc s':>8s} {'ratio':>6s} {'search s':>8s} {'ratio':>6s} "
-          f"{'cand/h':>7s} {'rss MB':>7s}  where the ad hoc time went (s)", flush=True)
+          f"{'cand/h':>7s} {'rss MB':>7s} {'host MB':>7s} passes  where the ad hoc time went (s)", flush=True)
     for problem, kernel, reference, rel_tol in cases(args.nkibench, problems):
         row = {"problem": problem, "ref_s": reference_seconds(reference)}
         if not args.no_adhoc:
@@ -168,12 +174,14 @@ def main():
             where = f"ERROR {row['adhoc_error'].get('kind')}: {str(row['adhoc_error'].get('message'))[:80]}"
         if isinstance(row.get("search"), dict) and row["search"].get("error"):
             where += f" SEARCH ERROR {row['search']['error'][-120:]}"
-        rss = t.get("worker_peak_rss_mb")
+        rss, host = t.get("worker_peak_rss_mb"), t.get("host_peak_rss_mb")
+        calls = t.get("worker_calls")
         mark = "*" if "adhoc_memory_limit" in row else " "
         print(f"{problem:23s}{mark} {_fmt(ref, 7, 2)} {_fmt(row.get('adhoc_s'), 8, 2)} "
               f"{_fmt(row['adhoc_s'] / ref if 'adhoc_s' in row else None, 6)} {_fmt(row.get('search_s'), 8, 2)} "
               f"{_fmt(row['search_s'] / ref if 'search_s' in row else None, 6)} "
-              f"{_fmt(row.get('candidates_per_hour'), 7, 0)} {_fmt(rss, 7, 0)}  {where}", flush=True)
+              f"{_fmt(row.get('candidates_per_hour'), 7, 0)} {_fmt(rss, 7, 0)} {_fmt(host, 7, 0)} "
+              f"{calls if calls else '-':>6}  {where}", flush=True)
     for key, label, median_target, worst_target in (("adhoc_s", "ad hoc", 10, 40), ("search_s", "search", 4, 15)):
         ratios = [r[key] / r["ref_s"] for r in rows if key in r]
         if ratios:

@@ -59,36 +59,80 @@ def _scratch(shape):
     return buffer[:size].reshape(shape)
 
 
+def _chunks(size):
+    """(start, stop) of the chunks a large output is judged in (SCRATCH_BYTES of float64 each)."""
+    step = SCRATCH_BYTES // 8
+    return [(start, min(size, start + step)) for start in range(0, size, step)]
+
+
+def _large(array):
+    """True when ``array``'s float64 copy exceeds the kept buffer: it is then judged in
+    chunks (one chunk's float64 difference at a time, never a copy of the whole)."""
+    return array.size * 8 > SCRATCH_BYTES
+
+
+def _ref_l2(ref):
+    """L2 norm of a real reference array in float64 (chunked for large arrays)."""
+    ref = np.asarray(ref)
+    if not _large(ref):
+        ref64 = np.asarray(ref, dtype=np.float64).ravel()
+        return float(np.sqrt(ref64 @ ref64))
+    flat, total = ref.reshape(-1), 0.0
+    for start, stop in _chunks(flat.size):
+        part = _scratch((stop - start,))
+        part[...] = flat[start:stop]
+        total += float(part @ part)
+    return float(np.sqrt(total))
+
+
 def reference_norms(refs):
     """The L2 norm (float64, as :func:`l2_errors` computes it) of each reference output
     that is an array (None for scalars): :func:`compare_outputs`'s ``ref_norms``."""
     out = []
     for ref in refs:
         if _is_array(ref) and np.asarray(ref).dtype.kind != "c":
-            ref64 = np.asarray(ref, dtype=np.float64).ravel()
-            out.append(float(np.sqrt(ref64 @ ref64)))
+            out.append(_ref_l2(ref))
         else:
             out.append(None)
     return out
 
 
 def _judge_array(out_arr, ref, ref_l2, i, seed):
-    """(L2 of out-ref, L2 of ref, max |out-ref| or None) for a real array output; raises
-    nan_inf. One pass over the data: the difference in float64 (into a kept buffer) and
-    its dot product; a non-finite sum means a non-finite output (the reference is finite),
-    counted only then. Same values as l2_errors."""
-    diff = _scratch(out_arr.shape)
-    np.subtract(out_arr, ref, out=diff, dtype=np.float64)
-    diff = diff.ravel()
-    sq = float(diff @ diff) if diff.size else 0.0
+    """(L2 of out-ref, L2 of ref, a function giving max |out-ref|) for a real array
+    output; raises nan_inf. One pass over the data: the difference in float64 (into a
+    kept buffer; chunk by chunk for outputs larger than it) and its dot product; a
+    non-finite sum means a non-finite output (the reference is finite), counted only
+    then. Same values as l2_errors (up to the summation order of chunks)."""
+    if not _large(out_arr):
+        diff = _scratch(out_arr.shape)
+        np.subtract(out_arr, ref, out=diff, dtype=np.float64)
+        diff = diff.ravel()
+        sq = float(diff @ diff) if diff.size else 0.0
+
+        def max_abs():
+            return float(max(diff.max(), -diff.min())) if diff.size else 0.0
+    else:
+        out_flat, ref_flat = out_arr.reshape(-1), np.asarray(ref).reshape(-1)
+        sq = 0.0
+        for start, stop in _chunks(out_flat.size):
+            part = _scratch((stop - start,))
+            np.subtract(out_flat[start:stop], ref_flat[start:stop], out=part, dtype=np.float64)
+            sq += float(part @ part)
+
+        def max_abs():
+            worst = 0.0
+            for start, stop in _chunks(out_flat.size):
+                part = _scratch((stop - start,))
+                np.subtract(out_flat[start:stop], ref_flat[start:stop], out=part, dtype=np.float64)
+                worst = max(worst, float(part.max()), -float(part.min()))
+            return worst
     if not np.isfinite(sq):
         bad = int(np.size(out_arr) - np.count_nonzero(np.isfinite(out_arr)))
         if bad:
             raise R.HarnessError(R.NAN_INF, f"output {i}: {bad} NaN/Inf value(s) in kernel output (seed {seed})")
     if ref_l2 is None:
-        ref64 = np.asarray(ref, dtype=np.float64).ravel()
-        ref_l2 = float(np.sqrt(ref64 @ ref64))
-    return float(np.sqrt(sq)), ref_l2, diff
+        ref_l2 = _ref_l2(ref)
+    return float(np.sqrt(sq)), ref_l2, max_abs
 
 
 def check_reference_outputs(refs):
@@ -142,9 +186,9 @@ def compare_outputs(outs, refs, rel_tol, seed, ref_norms=None):
                     raise R.HarnessError(R.WRONG_RESULT,
                                          f"output {i}: {out_arr.reshape(()).item()!r} != {ref!r} (seed {seed})")
                 continue
-        diff = None
+        max_abs_of = None
         if _is_array(ref) and out_arr.dtype.kind != "c" and np.asarray(ref).dtype.kind != "c":
-            diff_l2, ref_l2, diff = _judge_array(out_arr, ref, ref_norms[i] if ref_norms else None, i, seed)
+            diff_l2, ref_l2, max_abs_of = _judge_array(out_arr, ref, ref_norms[i] if ref_norms else None, i, seed)
             max_abs = None
         else:
             if out_arr.dtype.kind in "fc" and not np.all(np.isfinite(out_arr)):
@@ -157,7 +201,7 @@ def compare_outputs(outs, refs, rel_tol, seed, ref_norms=None):
         passed = diff_l2 < rel_tol * ref_l2 or (ref_l2 == 0 and diff_l2 == 0)
         if not passed:
             if max_abs is None:
-                max_abs = float(max(diff.max(), -diff.min())) if diff.size else 0.0
+                max_abs = max_abs_of()
             error = R.HarnessError(R.WRONG_RESULT,
                                    f"output {i}: L2 relative error {rel:.3e} >= rel_tol {rel_tol:.1e} "
                                    f"(max abs diff {max_abs:.4e}, L2 diff {diff_l2:.4e}, "

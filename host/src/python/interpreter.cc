@@ -187,6 +187,56 @@ Packed CallPacked(const std::string& module, const std::string& function, Packed
   return out;
 }
 
+namespace {
+
+// Python buffers exported for a PackedView; released with the GIL held.
+struct HeldBuffers {
+  std::vector<Py_buffer> views;
+  ~HeldBuffers() {
+    if (views.empty() || !Py_IsInitialized()) return;
+    py::gil_scoped_acquire gil;
+    for (auto& view : views) PyBuffer_Release(&view);
+  }
+};
+
+}  // namespace
+
+PackedView CallPackedView(const std::string& module, const std::string& function, Packed packed) {
+  std::string text;
+  PackedView out;
+  auto held = std::make_shared<HeldBuffers>();
+  {
+    py::gil_scoped_acquire gil;
+    try {
+      py::module_ json = py::module_::import("json");
+      py::object fn = py::module_::import(module.c_str()).attr(function.c_str());
+      py::list blobs;
+      py::module_::import("_accelopt_host");  // registers the Blob type
+      for (auto& blob : packed.blobs) blobs.append(py::cast(PyBlob{std::move(blob)}));
+      packed.blobs.clear();
+      py::object value = fn(json.attr("loads")(packed.value.dump()), blobs);
+      if (!py::isinstance<py::tuple>(value) || py::len(value) != 2)
+        throw PythonError("TypeError", module + "." + function + " must return (value, blobs)", "");
+      py::tuple pair = value.cast<py::tuple>();
+      text = json.attr("dumps")(pair[0], py::arg("allow_nan") = true).cast<std::string>();
+      py::object returned = pair[1];
+      held->views.reserve(py::len(returned));
+      for (auto blob : returned) {
+        Py_buffer view;
+        if (PyObject_GetBuffer(blob.ptr(), &view, PyBUF_C_CONTIGUOUS) != 0) throw py::error_already_set();
+        held->views.push_back(view);
+      }
+    } catch (py::error_already_set& error) {
+      throw ConvertError(error);
+    }
+  }
+  for (const auto& view : held->views)
+    out.blobs.emplace_back(static_cast<const char*>(view.buf), static_cast<size_t>(view.len));
+  out.owner = held;
+  out.value = ParsePythonJson(std::move(text));
+  return out;
+}
+
 nlohmann::json CallJson(const std::string& module, const std::string& function, const nlohmann::json& arg) {
   std::string result;
   {

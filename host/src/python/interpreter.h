@@ -8,7 +8,9 @@
 #pragma once
 
 #include <stdexcept>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -81,6 +83,19 @@ struct Packed {
 /// result. Thread-safe; takes the GIL. Throws PythonError on any exception
 /// or when the return value has the wrong shape.
 Packed CallPacked(const std::string& module, const std::string& function, Packed packed);
+
+/// CallPacked's result with the returned buffers not copied: `blobs` are views
+/// of the Python buffer objects, valid while this object lives (its
+/// destruction takes the GIL to release them). Lets a candidate process write
+/// its outputs into the reply frame straight from the kernel's arrays.
+struct PackedView {
+  nlohmann::json value;
+  std::vector<std::string_view> blobs;
+  std::shared_ptr<void> owner;  ///< holds the Python buffers
+};
+
+/// As CallPacked, returning views of the returned buffers instead of copies.
+PackedView CallPackedView(const std::string& module, const std::string& function, Packed packed);
 
 /// Runs Python source in __main__ (tests, one-off setup). Throws PythonError.
 void Exec(const std::string& source);

@@ -1,5 +1,6 @@
 #include "worker/isolated_call.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -17,6 +18,8 @@ namespace {
 
 constexpr const char* kTrusted = "accelopt.sandbox.trusted";
 constexpr const char* kDeviceProfile = "accelopt.backends.device_profile";
+// Most worker rounds of one isolated call: passes of input sets plus timing rounds.
+constexpr int kMaxRounds = 64;
 
 nlohmann::json OutcomeJson(const CallOutcome& outcome) {
   if (outcome.ok) return {{"ok", true}, {"result", outcome.result}, {"integrity", outcome.integrity}};
@@ -91,11 +94,17 @@ nlohmann::json IsolatedCall(const PoolForBackend& pools, const std::string& modu
   python::Packed judged;
   auto judging = std::chrono::steady_clock::now();
   CallOutcome outcome;
-  // One round, plus one per re-measurement the trusted side asks for (at most a few; bounded here too).
-  for (int round = 0; round < 8; ++round) {
+  // One round per pass of input sets (accelopt.sandbox.passes: one per set at most), plus
+  // one per re-measurement the trusted side asks for (at most a few); bounded here too.
+  auto another = [](const nlohmann::json& answer) {
+    return answer.value("remeasure", false) || answer.value("next_pass", false);
+  };
+  CallLimits round_limits = call_limits;
+  auto first_sent = std::chrono::steady_clock::now();
+  for (int round = 0; round < kMaxRounds; ++round) {
     try {
       outcome = pools(backend).Call(job.value("module", ""), job.value("function", ""),
-                                    job.value("arg", nlohmann::json()), call_limits, &job_blobs, while_held);
+                                    job.value("arg", nlohmann::json()), round_limits, &job_blobs, while_held);
     } catch (...) {
       python::CallJson(kTrusted, "discard", {{"token", token}});
       throw;
@@ -104,13 +113,20 @@ nlohmann::json IsolatedCall(const PoolForBackend& pools, const std::string& modu
     judging = std::chrono::steady_clock::now();
     judged = python::CallPacked(
         kTrusted, "finish", {{{"token", token}, {"outcome", OutcomeJson(outcome)}}, std::move(outcome.blobs)});
-    if (!judged.value.value("remeasure", false)) break;
+    if (!another(judged.value)) break;
+    // The passes of one candidate share its time limit (a timing round gets its own).
+    if (judged.value.value("next_pass", false) && call_limits.timeout_s > 0) {
+      double spent_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - first_sent).count();
+      round_limits.timeout_s = std::max(1.0, call_limits.timeout_s - spent_s);
+    } else {
+      round_limits = call_limits;
+    }
     job = judged.value["worker"];
     job_blobs = std::move(judged.blobs);
   }
-  if (judged.value.value("remeasure", false)) {
+  if (another(judged.value)) {
     python::CallJson(kTrusted, "discard", {{"token", token}});
-    throw StageError("worker_error", "the trusted harness kept asking for timing rounds");
+    throw StageError("worker_error", "the trusted harness kept asking for more worker rounds");
   }
   auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
   spdlog::debug("isolated {}.{}: prepare+worker {:.1f} ms (worker round trip {:.1f} ms), judge {:.1f} ms", module,

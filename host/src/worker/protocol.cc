@@ -32,6 +32,10 @@ bool WriteLine(int fd, const std::string& line) {
 }
 
 bool WriteFrame(int fd, nlohmann::json header, const std::vector<std::string>& blobs) {
+  return WriteFrame(fd, std::move(header), std::vector<std::string_view>(blobs.begin(), blobs.end()));
+}
+
+bool WriteFrame(int fd, nlohmann::json header, const std::vector<std::string_view>& blobs) {
   if (!blobs.empty()) {
     nlohmann::json sizes = nlohmann::json::array();
     for (const auto& blob : blobs) sizes.push_back(blob.size());

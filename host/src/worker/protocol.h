@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -22,6 +23,8 @@ bool WriteLine(int fd, const std::string& line);
 /// Writes `header` with "blobs": [byte sizes] set (only when `blobs` is not
 /// empty) as one line, then each blob's bytes. Returns false like WriteLine.
 bool WriteFrame(int fd, nlohmann::json header, const std::vector<std::string>& blobs);
+/// The same frame from views of the blobs' bytes (no copy of them).
+bool WriteFrame(int fd, nlohmann::json header, const std::vector<std::string_view>& blobs);
 
 /// The byte sizes a frame header announces (its "blobs" array; empty when
 /// absent). Throws std::invalid_argument when the list is malformed, holds

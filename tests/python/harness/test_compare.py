@@ -73,3 +73,41 @@ def test_as_tuple():
     assert compare.as_tuple(a)[0] is a and len(compare.as_tuple(a)) == 1
     assert compare.as_tuple([1, 2]) == (1, 2)
     assert compare.as_tuple((1,)) == (1,)
+
+
+def test_large_outputs_are_judged_in_chunks_with_the_same_result():
+    rng = np.random.default_rng(3)
+    ref = rng.standard_normal((64, 100)).astype(np.float32)
+    out = ref + rng.standard_normal((64, 100)).astype(np.float32) * 1e-3
+    whole = compare.compare_outputs((out,), (ref,), 1.0, 0)
+    whole_norms = compare.reference_norms((ref,))
+    try:
+        wrong_whole = compare.compare_outputs((out,), (ref,), 1e-9, 0)
+    except R.HarnessError as exc:
+        wrong_whole = exc.message
+    saved = compare.SCRATCH_BYTES
+    compare.SCRATCH_BYTES = 8 * 1000  # 1000 float64 per chunk: 7 chunks
+    try:
+        assert compare._large(out) and len(compare._chunks(out.size)) == 7
+        chunked = compare.compare_outputs((out,), (ref,), 1.0, 0)
+        assert abs(chunked - whole) <= 1e-12 * whole
+        assert abs(compare.reference_norms((ref,))[0] - whole_norms[0]) <= 1e-12 * whole_norms[0]
+        try:
+            compare.compare_outputs((out,), (ref,), 1e-9, 0)
+        except R.HarnessError as exc:
+            assert exc.kind == R.WRONG_RESULT
+            # the same max abs diff and norms in the message (printed to 4-5 digits)
+            assert exc.message.split("(")[1] == wrong_whole.split("(")[1]
+        else:
+            raise AssertionError("a wrong chunked output passed")
+        bad = out.copy()
+        bad[40, 7] = np.nan
+        try:
+            compare.compare_outputs((bad,), (ref,), 1.0, 0)
+        except R.HarnessError as exc:
+            assert exc.kind == R.NAN_INF and "1 NaN/Inf" in exc.message
+        else:
+            raise AssertionError("NaN passed")
+    finally:
+        compare.SCRATCH_BYTES = saved
+        compare._SCRATCH.buffer = None

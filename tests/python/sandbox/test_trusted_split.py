@@ -20,21 +20,36 @@ def _request(kernel, reference="ref_tiny.py", folder=FIXTURES, **extra):
     return request
 
 
-def _isolated(request, static_checks=True, outcome=None, max_batch=None):
+def _isolated(request, static_checks=True, outcome=None, max_batch=None, pass_bytes=None, jobs=None):
+    """prepare -> run_kernel -> finish, one round per pass; returns (result, first job).
+    ``jobs`` (list, optional) receives every worker job sent."""
+    options = {"static_checks": static_checks}
+    if pass_bytes is not None:
+        options["pass_bytes"] = pass_bytes
     prepared, blobs = trusted.prepare({"module": "accelopt.profile", "function": "profile_kernel", "arg": request,
-                                       "options": {"static_checks": static_checks}})
+                                       "options": options})
     if "result" in prepared:
         return prepared["result"], None
-    job = json.loads(json.dumps(prepared["worker"]))  # what crosses the pipe: JSON plus raw bytes
-    if max_batch is not None:
-        job["arg"]["max_batch"] = max_batch
-    out_blobs = []
-    if outcome is None:
-        value, out_blobs = untrusted.run_kernel(job["arg"], [bytes(b) for b in blobs])
-        outcome = {"ok": True, "result": json.loads(json.dumps(value)), "integrity": []}
-    result, extra = trusted.finish({"token": prepared["token"], "outcome": outcome}, [bytes(b) for b in out_blobs])
-    assert extra == []
-    return result, job
+    first = None
+    while True:
+        job = json.loads(json.dumps(prepared["worker"]))  # what crosses the pipe: JSON plus raw bytes
+        first = first or job
+        if jobs is not None:
+            jobs.append(job)
+        if max_batch is not None:
+            job["arg"]["max_batch"] = max_batch
+        out_blobs = []
+        if outcome is None:
+            value, out_blobs = untrusted.run_kernel(job["arg"], [bytes(b) for b in blobs])
+            round_outcome = {"ok": True, "result": json.loads(json.dumps(value)), "integrity": []}
+        else:
+            round_outcome = outcome
+        result, blobs = trusted.finish({"token": prepared["token"], "outcome": round_outcome},
+                                       [bytes(b) for b in out_blobs])
+        if not result.get("next_pass"):
+            assert blobs == []
+            return result, first
+        prepared = result
 
 
 def test_good_kernel_matches_the_in_process_harness():

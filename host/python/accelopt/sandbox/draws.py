@@ -19,12 +19,14 @@ import time
 import numpy as np
 
 from .. import compare, profile
-from . import codec, draw_cache
+from . import codec, draw_cache, draw_store
 
 # np.random.seed + get_inputs must not interleave between host threads.
 RNG_LOCK = threading.Lock()
 # One thread: reference outputs are computed one at a time, next to the workers.
 _EXECUTOR = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="accelopt-reference")
+# Writes published draws to the disk store (draw_store), off the references' thread.
+_STORE_WRITER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="accelopt-draw-store")
 _BLAS_LIMITED = []
 
 
@@ -62,6 +64,16 @@ class Draw:
         self._lock = threading.Lock()
         self._digests = {}
         self._norms = None
+        self.store_key = None  # (source key, seed): write to draw_store once the outputs are computed
+
+    @classmethod
+    def stored(cls, seed, nki_inputs, expected, load_ms):
+        """A Draw whose reference outputs are known already (draw_store): nothing to start."""
+        drawn = cls(seed, None, nki_inputs, load_ms)
+        future = concurrent.futures.Future()
+        future.set_result(draw_cache.freeze(expected))
+        drawn._future, drawn.reference_ms = future, 0.0
+        return drawn
 
     @property
     def nbytes(self):
@@ -85,12 +97,19 @@ class Draw:
                 expected = profile._reference_call("forward()", reference.forward, *self._inputs)
             compare.check_reference_outputs(compare.as_tuple(expected))
             draw_cache.freeze(expected)
+            if self.store_key is not None and self.draw_ms >= draw_store.MIN_DRAW_MS:
+                _STORE_WRITER.submit(draw_store.save, *self.store_key, self.nki_inputs, expected)
             return expected
         finally:
             self.reference_ms = (time.perf_counter() - start) * 1e3
             self._inputs = None  # forward's own inputs are no longer needed
             if on_done is not None:
                 on_done(self)
+
+    def done(self):
+        """True when the reference outputs are computed (and did not fail)."""
+        future = self._future
+        return future is not None and future.done() and future.exception() is None
 
     def expected(self, reference=None):
         """The reference outputs (waits for the background computation; starts it with
@@ -129,6 +148,24 @@ def draw(reference, seed):
         inputs = profile._reference_call("get_inputs()", reference.get_inputs)
     nki_inputs = profile._reference_call("transform_to_nki_inputs()", reference.transform_to_nki_inputs, inputs)
     return Draw(seed, inputs, nki_inputs, (time.perf_counter() - start) * 1e3)
+
+
+def published(reference, seed, source_key):
+    """The Draw of a published seed: from the disk store (draw_store) when it holds it,
+    its outputs known; else drawn now (:func:`draw`) and stored once its reference
+    outputs are computed. Raises HarnessError(reference_error) like :func:`draw`."""
+    start = time.perf_counter()
+    found = draw_store.load(source_key, seed)
+    if found is not None:
+        return Draw.stored(seed, found[0], found[1], (time.perf_counter() - start) * 1e3)
+    drawn = draw(reference, seed)
+    drawn.store_key = (source_key, seed)
+    return drawn
+
+
+def settle_store():
+    """Waits until the draws queued for the disk store are written (tests, benchmarks)."""
+    _STORE_WRITER.submit(lambda: None).result()
 
 
 def secret_seed(excluded):

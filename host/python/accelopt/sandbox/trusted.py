@@ -9,17 +9,22 @@ blobs)``): input and output arrays travel as raw attachments.
    ``accelopt.profile.profile_kernel`` it validates the request, applies the
    source rules (precision downgrade, forbidden imports/accesses), draws the
    inputs of every seed plus one hidden input set from a secret random seed
-   (accelopt.sandbox.draws), starts computing their reference outputs on a
-   background thread (they are ready, or nearly, when the worker answers) and
-   returns either a final ``result`` (the kernel never runs) or a ``token``
-   and the ``worker`` request for :func:`accelopt.sandbox.untrusted.run_kernel`.
+   (accelopt.sandbox.draws), splits the sets into passes (accelopt.sandbox.passes:
+   one pass for small problems, one set per pass for large ones), starts
+   computing the first pass's reference outputs on a background thread (they
+   are ready, or nearly, when the worker answers) and returns either a final
+   ``result`` (the kernel never runs) or a ``token`` and the ``worker``
+   request (the first pass) for :func:`accelopt.sandbox.untrusted.run_kernel`.
    Any other function is ``{"plain": True}``: run as is in a worker.
 2. :func:`finish` with the token and the worker's outcome; it judges the
-   outputs and returns ``profile_kernel``'s result (docs/architecture.md),
-   with the isolation error kinds of docs/isolation.md added, and
-   ``timings`` (where the call's time went, ms).
+   pass's outputs and either asks for the next pass (``next_pass``: the host
+   runs that worker job and calls finish again) or returns
+   ``profile_kernel``'s result (docs/architecture.md), with the isolation
+   error kinds of docs/isolation.md added, and ``timings`` (where the call's
+   time went, ms, summed over the passes).
 3. :func:`discard` if the call is abandoned between the two.
 """
+import resource
 import secrets
 import threading
 import time
@@ -30,7 +35,7 @@ from .. import compare, loading, precision, profile
 from .. import result as R
 from ..backends import choose_backend
 from ..backends.neuron import MAX_RETRIES, PERF_TOL
-from . import codec, draw_cache, draws, static_check
+from . import codec, draw_cache, draws, passes, static_check
 
 PROFILE_CALL = ("accelopt.profile", "profile_kernel")
 # One trial of a FlashInfer-Bench solution or reference (accelopt.fib.trusted; docs/flashinfer.md).
@@ -70,19 +75,69 @@ def _ms(start):
     return (time.perf_counter() - start) * 1e3
 
 
-def _cached_draw(reference, reference_key, seed):
+def _cached_draw(reference, reference_key, seed, start):
     """The Draw of a published seed, drawn once per (reference source, seed) and kept
-    (draw_cache); its reference outputs are started on the background thread."""
+    (draw_cache); with ``start`` its reference outputs are started on the background
+    thread (else :func:`_start_references` starts them for the pass that needs them)."""
     key = (reference_key, seed)
     hit = [True]
 
     def compute():
         hit[0] = False
-        return draws.draw(reference, seed)
+        return draws.published(reference, seed, reference_key)
 
     found = DRAWS.get(key, compute)
-    found.start(reference, on_done=lambda d: DRAWS.resize(key, d.nbytes))
+    if start:
+        _start_reference(found, reference, key)
     return found, hit[0]
+
+
+def _start_reference(drawn, reference, cache_key=None):
+    if cache_key is None:
+        drawn.start(reference)
+    else:
+        drawn.start(reference, on_done=lambda d: DRAWS.resize(cache_key, d.nbytes))
+
+
+def _start_references(state, positions):
+    """Starts the reference outputs of the runs at ``positions`` (their pass is about to
+    run): computed on the background thread while the worker runs the pass, and only one
+    pass's at a time, so that the host never holds every set's outputs at once."""
+    for position in positions:
+        slot = state["order"][position]
+        if slot >= 0:
+            _start_reference(state["draws"][slot], state["reference"], (state["reference_key"], state["seeds"][slot]))
+        else:
+            state["hidden"].start(state["reference"])
+
+
+def _set_bytes(seed_draws, hidden_draw):
+    """Bytes of one input set and its reference outputs (the pass plan's unit): from a
+    draw whose outputs are computed already, else the first published seed's (waited
+    for; started when it was drawn). Raises HarnessError(reference_error)."""
+    known = [d for d in seed_draws + [hidden_draw] if d.done()]
+    drawn = known[0] if known else seed_draws[0]
+    return passes.data_bytes(drawn.nki_inputs) + passes.data_bytes(compare.as_tuple(drawn.expected()))
+
+
+def _worker_job(state, index, blobs):
+    """The worker's argument for pass ``index`` (its inputs appended to ``blobs``)."""
+    positions = state["passes"][index]
+    runs = []
+    for position in positions:
+        slot = state["order"][position]
+        nki_inputs = state["draws"][slot].nki_inputs if slot >= 0 else state["hidden"].nki_inputs
+        try:
+            runs.append([codec.encode(a, blobs) for a in nki_inputs])
+        except codec.CodecError as exc:
+            raise R.HarnessError(R.REFERENCE_ERROR, f"reference inputs cannot be sent to a worker: {exc}") from exc
+    timed = state["timed_run"]
+    arg = {"kernel_source": state["source"], "kernel_path": state["kernel_path"], "backend": state["backend"],
+           "target": state["target"], "runs": runs, "timed_run": positions.index(timed) if timed in positions else -1,
+           "external_profiler": state["backend"] == "neuron"}
+    if positions[0]:
+        arg["first_run"] = positions[0]  # run numbers in the worker's messages are the call's
+    return arg
 
 
 def _prepare_profile(request, options, blobs):
@@ -112,7 +167,9 @@ def _prepare_profile(request, options, blobs):
         reference_key = draw_cache.source_key(reference_path)
     except OSError as exc:
         raise R.HarnessError(R.REFERENCE_ERROR, f"cannot read reference {reference_path}: {exc}") from exc
-    published = [_cached_draw(reference, reference_key, seed) for seed in seeds]
+    # Only the first seed's reference starts now (it sizes the passes); the others start
+    # with their pass.
+    published = [_cached_draw(reference, reference_key, seed, index == 0) for index, seed in enumerate(seeds)]
     seed_draws = [d for d, _ in published]
     # Never cached: fresh for every call (a spare drawn ahead serves one call only).
     hidden_draw, spare = HIDDEN.take(reference, reference_key, set(seeds))
@@ -122,22 +179,23 @@ def _prepare_profile(request, options, blobs):
     order = list(range(len(seeds)))
     hidden_index = secrets.randbelow(len(seeds) + 1)
     order.insert(hidden_index, -1)
-    runs = []
-    for slot in order:
-        nki_inputs = seed_draws[slot].nki_inputs if slot >= 0 else hidden_draw.nki_inputs
-        try:
-            runs.append([codec.encode(a, blobs) for a in nki_inputs])
-        except codec.CodecError as exc:
-            raise R.HarnessError(R.REFERENCE_ERROR, f"reference inputs cannot be sent to a worker: {exc}") from exc
-    timings["encode_ms"] = _ms(start)
+    if resolved == "neuron":  # one worker call: the device's timing rounds re-run the hidden set
+        plan = [list(range(len(order)))]
+    else:
+        plan = passes.plan(len(order), _set_bytes(seed_draws, hidden_draw), passes.pass_bytes(options))
+    timings["plan_ms"] = _ms(start)
     # Latency comes from the hidden run: inputs no cache or replay table can hold.
     timed_run = hidden_index if timing else -1
     state = {"request": request, "reference": reference, "seeds": seeds, "rel_tol": rel_tol, "order": order,
              "draws": seed_draws, "hidden": hidden_draw, "hidden_seed": hidden_draw.seed,
              "backend": resolved, "target": target, "timing": timing, "kernel_path": kernel_path,
-             "reference_key": reference_key, "timings": timings, "started": started}
-    worker_arg = {"kernel_source": source, "kernel_path": kernel_path, "backend": resolved, "target": target,
-                  "runs": runs, "timed_run": timed_run, "external_profiler": resolved == "neuron"}
+             "reference_key": reference_key, "timings": timings, "started": started, "source": source,
+             "timed_run": timed_run, "passes": plan, "pass": 0, "judged": [], "deferred": None, "records": {},
+             "worker": {"compiled": False, "latency_ms": None, "metrics": {}, "timing_error": None}}
+    start = time.perf_counter()
+    _start_references(state, plan[0])
+    worker_arg = _worker_job(state, 0, blobs)
+    timings["encode_ms"] = _ms(start)
     state["device_rounds"] = []
     state["worker_arg"] = worker_arg
     timings["prepare_ms"] = _ms(started)
@@ -152,7 +210,8 @@ def prepare(call, _blobs=()):
     Returns ``(prepared, blobs)``: prepared is {"plain": True} | {"result":
     <profile result>} | {"token": str, "worker": {"module", "function",
     "arg"}}, and blobs the attachments of the worker's arg (the inputs of
-    every run). Never raises for a bad request or reference (they become a
+    the first pass's runs; ``options`` may also give ``pass_bytes``, int:
+    accelopt.sandbox.passes). Never raises for a bad request or reference (they become a
     result with an error).
     """
     blobs = []
@@ -219,8 +278,12 @@ def _draw_of(state, slot):
     return state["draws"][slot] if slot >= 0 else state["hidden"]
 
 
-def _judge_run(state, slot, record, others):
-    """Checks one run; returns the rel error (float). Raises _Early / HarnessError."""
+def _judge_run(state, slot, record, others, earlier=()):
+    """Checks one run; returns the rel error (float). Raises _Early / HarnessError.
+
+    ``others``: [(slot, decoded outputs)] of the other runs of the same pass;
+    ``earlier``: [(slot, output fingerprint, reference fingerprint)] of the runs of
+    earlier passes (their arrays are freed; passes.fingerprint)."""
     label = f"seed {state['seeds'][slot]}" if slot >= 0 else "a hidden input set"
     drawn = _draw_of(state, slot)
     expected = drawn.expected()
@@ -243,31 +306,41 @@ def _judge_run(state, slot, record, others):
                                        drawn.norms()), outs
     except R.HarnessError as exc:
         if exc.kind == R.WRONG_RESULT:
-            for other_slot, other in others:
-                other_expected = _draw_of(state, other_slot).expected()
-                if _equal_outputs(outs, other) and not _equal_outputs(compare.as_tuple(expected),
-                                                                       compare.as_tuple(other_expected)):
-                    raise _Early(STALE_OUTPUT, f"the output for {label} is identical to another run's output on "
-                                               "different inputs (cached or replayed result)") from exc
+            stale = any(_equal_outputs(outs, other) and not _equal_outputs(
+                refs, compare.as_tuple(_draw_of(state, other_slot).expected())) for other_slot, other in others)
+            if not stale and earlier:
+                mine, my_refs = passes.fingerprint(outs), passes.fingerprint(refs)
+                stale = any(mine == theirs and my_refs != their_refs for _, theirs, their_refs in earlier)
+            if stale:
+                raise _Early(STALE_OUTPUT, f"the output for {label} is identical to another run's output on "
+                                           "different inputs (cached or replayed result)") from exc
             if slot < 0:
                 raise _Early(STALE_OUTPUT, "the kernel passes the published seeds but is wrong on a hidden input "
                                            f"set (cached, replayed or seed-specific result): {exc.message}") from exc
         raise
 
 
-def _wait_for_references(state):
-    """Waits for every reference output of the call (computed in the background since
-    prepare); records how long the judge waited. Raises HarnessError(reference_error)."""
+def _wait_for_references(state, positions):
+    """Waits for the reference outputs of the runs at ``positions`` (computed in the
+    background since their pass was sent); adds how long the judge waited. Raises
+    HarnessError(reference_error)."""
     start = time.perf_counter()
-    for drawn in state["draws"] + [state["hidden"]]:
-        drawn.expected(state["reference"])
-    state["timings"]["reference_wait_ms"] = _ms(start)
-    state["timings"]["reference_ms"] = sum(d.reference_ms or 0.0 for d in state["draws"] + [state["hidden"]])
+    for position in positions:
+        _draw_of(state, state["order"][position]).expected(state["reference"])
+    timings = state["timings"]
+    timings["reference_wait_ms"] = timings.get("reference_wait_ms", 0.0) + _ms(start)
+    timings["reference_ms"] = timings.get("reference_ms", 0.0) + sum(
+        _draw_of(state, state["order"][p]).reference_ms or 0.0 for p in positions)
 
 
-def _worker_timings(state, worker):
-    """Adds the worker's own timings (untrusted.run_kernel) and the transfer time (the
-    worker round trip minus the worker's measured work) to the call's timings."""
+def _add(timings, key, value):
+    timings[key] = timings.get(key, 0.0) + value
+
+
+def _worker_timings(state, worker, positions):
+    """Adds one worker call's own timings (untrusted.run_kernel) and its transfer time
+    (the round trip minus the worker's measured work) to the call's timings; a call of
+    several passes (``positions``: this pass's runs) sums them."""
     timings = state["timings"]
     theirs = worker.get("timings") if isinstance(worker.get("timings"), dict) else {}
     round_trip = (state["returned_at"] - state["sent_at"]) * 1e3
@@ -275,20 +348,44 @@ def _worker_timings(state, worker):
     for key in ("load_ms", "decode_ms", "run_ms", "trace_replay_ms", "encode_ms"):
         value = theirs.get(key)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            timings["worker_" + key if key in ("load_ms", "decode_ms", "encode_ms") else key] = float(value)
+            _add(timings, "worker_" + key if key in ("load_ms", "decode_ms", "encode_ms") else key, float(value))
             own += float(value)
-    timings["worker_round_trip_ms"] = round_trip
-    timings["transfer_ms"] = max(0.0, round_trip - own)
-    for key in ("batched", "fallback", "passes", "memory_cap_mb", "member_mb"):
-        if key in theirs:
-            timings[key] = theirs[key]
+    _add(timings, "worker_round_trip_ms", round_trip)
+    _add(timings, "transfer_ms", max(0.0, round_trip - own))
+    timings["worker_calls"] = state["pass"] + 1
+    timings.setdefault("calls", []).append({"runs": list(positions), "ms": round(round_trip, 3)})
+    if theirs.get("batched"):
+        timings["batched"] = True
+    else:
+        timings.setdefault("batched", False)
+    if "fallback" in theirs:
+        timings["fallback"] = theirs["fallback"]
+    for key in ("memory_cap_mb", "member_mb"):
+        if isinstance(theirs.get(key), (int, float)):
+            timings[key] = max(timings.get(key, 0.0), float(theirs[key]))
+    for entry in theirs.get("passes") or []:  # the worker's batched calls, in the call's run numbers
+        if isinstance(entry, dict) and isinstance(entry.get("runs"), list):
+            runs = [positions[i] for i in entry["runs"] if isinstance(i, int) and 0 <= i < len(positions)]
+            timings.setdefault("passes", []).append(dict(entry, runs=runs))
     if isinstance(theirs.get("peak_rss_bytes"), int):
-        timings["worker_peak_rss_mb"] = theirs["peak_rss_bytes"] / 2**20
+        timings["worker_peak_rss_mb"] = max(timings.get("worker_peak_rss_mb", 0.0), theirs["peak_rss_bytes"] / 2**20)
+
+
+class _NextPass(Exception):
+    """The pass was judged and another one follows: the host runs its job (worker job + blobs)."""
+
+    def __init__(self, job, blobs):
+        super().__init__("next pass")
+        self.job, self.blobs = job, blobs
 
 
 def _finish_profile(state, outcome, blobs, result):
-    _wait_for_references(state)  # a reference that fails is reported first, as before the kernel ran
+    positions = state["passes"][state["pass"]]
+    # A reference that fails is reported first, as before the kernel ran.
+    _wait_for_references(state, positions)
     if not outcome.get("ok"):
+        if state["deferred"] is not None:
+            raise state["deferred"]
         error = outcome.get("error") or {}
         raise _Early(error.get("kind", WORKER_ERROR), error.get("message", "the worker failed"),
                      error.get("traceback", ""))
@@ -296,59 +393,126 @@ def _finish_profile(state, outcome, blobs, result):
         changes = outcome["integrity"]
         raise _Early(FORBIDDEN_ACCESS, "the kernel modified the worker's libraries: " + "; ".join(changes[:5]))
     worker = outcome.get("result") or {}
-    _worker_timings(state, worker)
+    _worker_timings(state, worker, positions)
     judge_start = time.perf_counter()
     try:
-        _judge_worker(state, worker, blobs, result)
+        _judge_pass(state, worker, blobs, result, positions)
     finally:
-        state["timings"]["judge_ms"] = _ms(judge_start)
+        _add(state["timings"], "judge_ms", _ms(judge_start))
+    if state["pass"] + 1 < len(state["passes"]):
+        _release(state, positions)
+        state["pass"] += 1
+        job_blobs = []
+        _start_references(state, state["passes"][state["pass"]])
+        arg = _worker_job(state, state["pass"], job_blobs)
+        raise _NextPass({"module": "accelopt.sandbox.untrusted", "function": "run_kernel", "arg": arg}, job_blobs)
+    if state["deferred"] is not None:
+        raise state["deferred"]
+    result["correct"] = True
+    ran = state["worker"]
+    if state["timing"] and state["backend"] == "neuron":
+        _device_timing(state, worker, result)
+    elif state["timing"]:
+        if ran["timing_error"] or ran["latency_ms"] is None:
+            raise R.HarnessError(R.TIMING_ERROR, ran["timing_error"] or "the worker measured no latency")
+        result["latency_ms"] = float(ran["latency_ms"])
+        result["metrics"] = ran["metrics"] or {}
 
 
-def _judge_worker(state, worker, blobs, result):
-    result["compiled"] = bool(worker.get("compiled"))
+def _release(state, positions):
+    """After a pass that is not the last: keeps fingerprints of its runs (for the stale
+    check of later passes) and drops the call's hold on their draws (a published draw
+    stays in the draw cache if it fits its budget)."""
+    for position in positions:
+        slot = state["order"][position]
+        drawn = _draw_of(state, slot)
+        record = state["records"].get(position)
+        if record is not None and "decoded" in record and drawn is not None and drawn.done():
+            state["judged"].append((slot, passes.fingerprint(record["decoded"]),
+                                    passes.fingerprint(compare.as_tuple(drawn.expected()))))
+        if slot >= 0:
+            state["draws"][slot] = None
+        elif state["backend"] != "neuron":
+            state["hidden"] = None
+    state["records"] = {}
+
+
+def _judge_pass(state, worker, blobs, result, positions):
+    """Judges one pass's runs. Raises _Early / HarnessError for the first failure in the
+    order of a one-pass call: the seeds' runs in seed order, then the hidden run (a
+    hidden run that fails in a pass before the last is kept in ``state["deferred"]``
+    and raised once every seed passed)."""
+    if worker.get("compiled"):
+        result["compiled"] = True
     records = worker.get("runs") or []
+    if len(records) > len(positions):
+        raise _Early(WORKER_ERROR, f"the worker returned {len(records)} runs for a pass of {len(positions)}")
+    state["records"] = {positions[i]: record for i, record in enumerate(records)}
     # Judge the seeds' runs in seed order, then the hidden run (whatever order they ran in).
-    positions = sorted(range(len(records)), key=lambda p: (state["order"][p] < 0, state["order"][p]))
+    local = sorted(range(len(records)), key=lambda i: (state["order"][positions[i]] < 0, state["order"][positions[i]]))
     for record in records:
         if not record.get("aliasing"):
             try:
                 record["decoded"] = tuple(codec.decode(o, blobs, copy=False) for o in record.get("outputs", []))
             except codec.CodecError as exc:
                 raise _Early(WORKER_ERROR, f"malformed outputs from the worker: {exc}") from exc
-    for position in positions:
-        record = records[position]
-        slot = state["order"][position]
-        others = [(state["order"][p], records[p]["decoded"]) for p in range(len(records))
-                  if p != position and "decoded" in records[p]]
-        # A digest of None: the worker held that input read-only (it cannot have changed);
-        # the host's own digest is computed only for inputs the worker reports one for.
-        drawn = _draw_of(state, slot)
-        changed = [i for i, b in enumerate(record.get("input_digests", [])[:len(drawn.nki_inputs)])
-                   if b is not None and drawn.digest(i) and drawn.digest(i) != b]
-        if changed:
-            raise _Early(INPUT_MUTATED, f"the kernel modified input {changed[0]} "
-                                        f"({'seed ' + str(state['seeds'][slot]) if slot >= 0 else 'hidden input set'})")
+    last = state["pass"] == len(state["passes"]) - 1
+    for i in local:
+        record = records[i]
+        slot = state["order"][positions[i]]
+        others = [(state["order"][positions[j]], records[j]["decoded"]) for j in range(len(records))
+                  if j != i and "decoded" in records[j]]
         try:
-            rel, _ = _judge_run(state, slot, record, others)
+            rel = _judge_record(state, slot, record, others)
         except R.HarnessError as exc:
             if slot >= 0 and getattr(exc, "rel_error", None) is not None:
                 result["rel_errors"].append(exc.rel_error)
+            if slot < 0 and not last:
+                state["deferred"] = _detached(exc)
+                continue
+            raise
+        except _Early as exc:
+            if slot < 0 and not last:
+                state["deferred"] = _detached(exc)
+                continue
             raise
         if slot >= 0:
             result["rel_errors"].append(rel)
+    if state["timed_run"] in positions:
+        ran = state["worker"]
+        ran.update(latency_ms=worker.get("latency_ms"), metrics=worker.get("metrics") or {},
+                   timing_error=worker.get("timing_error"))
+    if worker.get("error") or len(records) != len(positions):
+        if state["deferred"] is not None:
+            raise state["deferred"]
     if worker.get("error"):
         error = worker["error"]
         raise _Early(error.get("kind", R.RUNTIME_ERROR), error.get("message", ""), error.get("traceback", ""))
-    if len(records) != len(state["order"]):
-        raise _Early(WORKER_ERROR, f"the worker returned {len(records)} of {len(state['order'])} runs")
-    result["correct"] = True
-    if state["timing"] and state["backend"] == "neuron":
-        _device_timing(state, worker, result)
-    elif state["timing"]:
-        if worker.get("timing_error") or worker.get("latency_ms") is None:
-            raise R.HarnessError(R.TIMING_ERROR, worker.get("timing_error") or "the worker measured no latency")
-        result["latency_ms"] = float(worker["latency_ms"])
-        result["metrics"] = worker.get("metrics") or {}
+    if len(records) != len(positions):
+        raise _Early(WORKER_ERROR, f"the worker returned {len(records)} of {len(positions)} runs")
+
+
+def _detached(exc):
+    """``exc`` without its traceback frames (they hold the pass's outputs, which must be
+    freed before the next pass; the message and text traceback are kept)."""
+    for link in (exc, exc.__cause__, exc.__context__):
+        if link is not None:
+            link.__traceback__ = None
+    return exc
+
+
+def _judge_record(state, slot, record, others):
+    """The input-mutation check (rule R3), then the judge of one run's outputs; returns the rel error."""
+    # A digest of None: the worker held that input read-only (it cannot have changed);
+    # the host's own digest is computed only for inputs the worker reports one for.
+    drawn = _draw_of(state, slot)
+    changed = [i for i, b in enumerate(record.get("input_digests", [])[:len(drawn.nki_inputs)])
+               if b is not None and drawn.digest(i) and drawn.digest(i) != b]
+    if changed:
+        raise _Early(INPUT_MUTATED, f"the kernel modified input {changed[0]} "
+                                    f"({'seed ' + str(state['seeds'][slot]) if slot >= 0 else 'hidden input set'})")
+    rel, _ = _judge_run(state, slot, record, others, state["judged"])
+    return rel
 
 
 # Pause between timing rounds on hardware, in s (AccelOpt waits 1 s before re-measuring).
@@ -421,10 +585,11 @@ def finish(call, blobs=()):
     result>, "integrity": [...]} | {"ok": false, "error": {"kind",
     "message"}}}; ``blobs``: the worker reply's attachments (the outputs).
 
-    Returns ``(profile result, [])``, or on hardware, when a timing round
-    was unsteady, ``({"remeasure": True, "token", "backend", "worker":
-    job}, job blobs)``: the host runs the job in a worker and calls finish
-    again with the same token (docs/trainium.md). Never raises (an unknown
+    Returns ``(profile result, [])``; or, when another pass of input sets
+    follows, ``({"next_pass": True, "token", "backend", "worker": job}, job
+    blobs)``; or on hardware, when a timing round was unsteady,
+    ``({"remeasure": True, ...}, job blobs)``: the host runs the job in a
+    worker and calls finish again with the same token (docs/trainium.md). Never raises (an unknown
     token is a worker_error result).
     """
     token = call.get("token")
@@ -446,6 +611,10 @@ def finish(call, blobs=()):
     except _Remeasure as again:
         state["remeasuring"] = True
         return {"remeasure": True, "token": token, "backend": state["backend"], "worker": again.job}, again.blobs
+    except _NextPass as following:
+        state["sent_at"] = time.perf_counter()
+        return {"next_pass": True, "token": token, "backend": state["backend"], "worker": following.job}, \
+            following.blobs
     except (R.HarnessError, _Early) as exc:
         R.set_error(result, exc.kind, exc.message, exc.tb)
     except Exception as exc:  # noqa: BLE001 - a malformed worker answer
@@ -458,6 +627,8 @@ def finish(call, blobs=()):
         if result["error"]["kind"] != R.TIMING_ERROR:
             result["latency_ms"] = None
     state["timings"]["total_ms"] = _ms(state["started"])
+    # The host process's own peak resident memory so far (its workers are separate processes).
+    state["timings"]["host_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     result["timings"] = {k: (round(v, 3) if isinstance(v, float) else v) for k, v in state["timings"].items()}
     return result, []
 
@@ -476,12 +647,16 @@ def run_unisolated(request):
         return prepared["result"]
     import json as _json
 
-    # What crossing the pipe costs besides the transfer: JSON text and one copy of every buffer.
-    job = _json.loads(_json.dumps(prepared["worker"]["arg"]))
-    out_blobs = []
-    try:
-        value, out_blobs = untrusted.run_kernel(job, [bytes(b) for b in blobs])
-        outcome = {"ok": True, "result": _json.loads(_json.dumps(value)), "integrity": []}
-    except Exception as exc:  # noqa: BLE001 - reported like a worker failure
-        outcome = {"ok": False, "error": {"kind": WORKER_ERROR, "message": f"{type(exc).__name__}: {exc}"}}
-    return finish({"token": prepared["token"], "outcome": outcome}, [bytes(b) for b in out_blobs])[0]
+    while True:  # one round per pass (and per timing round on hardware)
+        # What crossing the pipe costs besides the transfer: JSON text and one copy of every buffer.
+        job = _json.loads(_json.dumps(prepared["worker"]["arg"]))
+        out_blobs = []
+        try:
+            value, out_blobs = untrusted.run_kernel(job, [bytes(b) for b in blobs])
+            outcome = {"ok": True, "result": _json.loads(_json.dumps(value)), "integrity": []}
+        except Exception as exc:  # noqa: BLE001 - reported like a worker failure
+            outcome = {"ok": False, "error": {"kind": WORKER_ERROR, "message": f"{type(exc).__name__}: {exc}"}}
+        answer, blobs = finish({"token": prepared["token"], "outcome": outcome}, [bytes(b) for b in out_blobs])
+        if not (answer.get("next_pass") or answer.get("remeasure")):
+            return answer
+        prepared = answer

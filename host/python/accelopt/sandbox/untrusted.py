@@ -170,7 +170,7 @@ def _run_batched(request, backend, kernel, blobs, out, out_blobs, timings):
     except batched_runs.UniformFailure as failure:
         exc = failure.error
         kind, message = classify(exc, request["kernel_path"], R.RUNTIME_ERROR, backend)
-        raise KernelFailure(kind, f"{message} (run 0)", R.format_exception(exc)) from exc
+        raise KernelFailure(kind, f"{message} (run {request.get('first_run', 0)})", R.format_exception(exc)) from exc
     timings.update(run_ms=done.run_ms, trace_replay_ms=done.replay_ms, memory_cap_mb=done.cap_bytes / 2**20, passes=[
         {"runs": p["sets"], "traced": p["traced"], "ms": round(p["ms"], 3)} for p in done.passes])
     if done.member_bytes is not None:
@@ -178,7 +178,8 @@ def _run_batched(request, backend, kernel, blobs, out, out_blobs, timings):
     out["compiled"] = True
     start = time.perf_counter()
     for index, args in enumerate(input_sets):
-        out["runs"].append(_record(done.outputs[index], args, done.arguments[index], out_blobs, index))
+        out["runs"].append(_record(done.outputs[index], args, done.arguments[index], out_blobs,
+                                   index + request.get("first_run", 0)))
     if timed >= 0:
         try:
             out["latency_ms"], out["metrics"] = backend.timing_of(done.profile)
@@ -192,22 +193,23 @@ def _run_one_by_one(request, backend, kernel, blobs, out, out_blobs, timings):
     batch); runs after a failing one are not executed. Fills ``out``."""
     kernel_path = request["kernel_path"]
     timed = request.get("timed_run", -1)
+    first = request.get("first_run", 0)
     for index, encoded in enumerate(request["runs"]):
         try:
             args = [codec.decode(value, blobs) for value in encoded]  # fresh arrays for every run
         except codec.CodecError as exc:
-            raise KernelFailure(R.RUNTIME_ERROR, f"malformed inputs from the host (run {index}): {exc}") from exc
+            raise KernelFailure(R.RUNTIME_ERROR, f"malformed inputs from the host (run {first + index}): {exc}") from exc
         start = time.perf_counter()
         try:
             with np.errstate(all="ignore"):
                 raw = backend.run(kernel, args, profiled=(index == timed))
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - the candidate's failure
             kind, message = classify(exc, kernel_path, R.RUNTIME_ERROR, backend)
-            raise KernelFailure(kind, f"{message} (run {index})", R.format_exception(exc)) from exc
+            raise KernelFailure(kind, f"{message} (run {first + index})", R.format_exception(exc)) from exc
         finally:
             timings["run_ms"] = timings.get("run_ms", 0.0) + (time.perf_counter() - start) * 1e3
         out["compiled"] = True
-        out["runs"].append(_record(raw, args, args, out_blobs, index))
+        out["runs"].append(_record(raw, args, args, out_blobs, first + index))
         if index == timed:
             start = time.perf_counter()
             try:
@@ -233,7 +235,9 @@ def run_kernel(request, blobs):
     (list of lists of input descriptors into ``blobs``), ``timed_run``
     (index of the run whose cost is measured, or -1), ``batch`` (bool, default
     True: on the emulator, run the input sets in batched calls),
-    ``max_batch`` (int, optional: most input sets per batched call).
+    ``max_batch`` (int, optional: most input sets per batched call), ``first_run`` (int,
+    default 0: the number of the first run in messages; the host sends a candidate's
+    input sets in several passes, accelopt.sandbox.passes).
 
     Returns ``(out, out_blobs)`` with out = ``{"compiled": bool, "runs": [{"outputs": [encoded...],
     "input_digests": [hex or None (unchanged: held read-only)...], "aliasing": str|None}...], "latency_ms",
