@@ -1,6 +1,10 @@
 // native:execute - turns plans into kernel files: K samples per plan from the
-// LLM (the kernel's fenced code block of the reply, reply_parse.h), or one accelopt.rules.apply
-// result per plan. Each file gets a JSON sidecar with its lineage.
+// LLM, or one accelopt.rules.apply result per plan. An LLM reply may hold a
+// unified diff of the parent kernel (applied by accelopt.edits, strictly) and/or
+// the full kernel module in a fenced block (reply_parse.h); the diff wins, the
+// full source is the fallback when there is no diff or it does not apply
+// (docs/search.md, "LLM moves"). Every candidate records its unified diff
+// against the parent. Each file gets a JSON sidecar with its lineage.
 #include <filesystem>
 
 #include "prompt_data.h"
@@ -29,6 +33,10 @@ json ChildCandidate(const json& plan, int sample, int64_t iteration, const std::
   json plan_info = {{"plan_id", plan.value("plan_id", "")}, {"title", plan.value("title", "")}, {"text", plan.value("text", "")}};
   if (plan.contains("rule")) {
     plan_info["rule"] = plan["rule"];
+    plan_info["params"] = plan.value("params", json::object());
+  }
+  if (plan.contains("kind") && plan["kind"].is_string()) {
+    plan_info["kind"] = plan["kind"];
     plan_info["params"] = plan.value("params", json::object());
   }
   return {{"id", id},
@@ -84,11 +92,12 @@ json RunExecute(StageContext& ctx) {
     any_llm = any_llm || llm;
     for (int s = 0; s < (llm ? k : 1); ++s) jobs.push_back({p, s, llm});
   }
+  const bool diff_format = with.value("edit_format", std::string("source")) == "diff";
   std::optional<Prompts> prompts;
   std::string system;
   if (any_llm) {
     prompts.emplace(with.value("prompts", ""));
-    system = prompts->Render("executor_system", json::object());
+    system = prompts->Render(diff_format ? "executor_diff_system" : "executor_system", json::object());
   }
   LlmCaller caller(ctx, endpoint, with);
   std::vector<json> results(jobs.size());
@@ -103,19 +112,35 @@ json RunExecute(StageContext& ctx) {
       const std::string parent_source = ReadText(plan["candidate"].value("kernel", ""));
       std::string source;
       if (job.llm) {
-        const std::string user = prompts->Render("executor_user", ExecutorData(plan, parent_source));
+        const std::string user = prompts->Render(diff_format ? "executor_diff_user" : "executor_user", ExecutorData(plan, parent_source));
         const int64_t call_seed = seed * 1000003 + iteration * 10007 + static_cast<int64_t>(job.plan) * 31 + job.sample + 7;
         json response = caller.Chat(case_name, system, user, call_seed);
         const std::string reply = response.value("content", "");
         WriteText(dir / "replies" / (SafeName(id) + ".md"), reply);
-        auto code = ExtractKernelCode(reply);
-        if (!code) {
+        const auto diff = ExtractDiff(reply);
+        const auto code = ExtractKernelCode(reply);
+        if (!code && !diff) {
           results[j] = Failed(candidate, "no_code_block",
-                              "the reply has no fenced code block (finish_reason " + response.value("finish_reason", "?") +
+                              "the reply has no fenced code block and no diff (finish_reason " + response.value("finish_reason", "?") +
                                   ", " + std::to_string(reply.size()) + " characters)");
           return;
         }
-        source = WithImportHeader(*code) + "\n";
+        json request = {{"parent", parent_source}, {"diff", diff ? json(*diff) : json()},
+                        {"source", code ? json(WithImportHeader(*code) + "\n") : json()}};
+        json edit = ctx.PythonCall("accelopt.edits", "resolve", request);
+        if (edit.contains("error") && edit["error"].is_object()) {
+          results[j] = Failed(candidate, edit["error"].value("kind", "patch_failed"), edit["error"].value("message", ""));
+          if (diff) results[j]["reply_diff"] = *diff;
+          return;
+        }
+        source = edit.value("source", "");
+        candidate["edit"] = edit.value("edit", "source");
+        candidate["diff"] = edit.value("diff", "");
+        if (edit.contains("patch_error")) {
+          candidate["patch_error"] = edit["patch_error"];
+          ctx.Info(id + ": the reply's diff did not apply (" + edit["patch_error"].value("message", "") +
+                   "); using its full kernel instead");
+        }
       } else {
         json plan_arg = {{"id", plan.value("rule_plan_id", "")}, {"rule", plan.value("rule", "")},
                          {"description", plan.value("text", "")}, {"params", plan.value("params", json::object())}};
@@ -128,6 +153,7 @@ json RunExecute(StageContext& ctx) {
         }
         source = reply.value("source", "");
         if (reply.contains("diff")) candidate["diff"] = reply["diff"];
+        candidate["edit"] = "rule";
       }
       if (NormalizeSource(source) == NormalizeSource(parent_source)) {
         results[j] = Failed(candidate, "unchanged", "the new kernel is the parent kernel (comments/whitespace aside)");

@@ -45,6 +45,36 @@ json RuleHistory(const json& member) {
   return out;
 }
 
+// The move fields of an LLM planner reply in vocabulary mode: "kind" (a vocabulary name), "params",
+// "effect", "relieves", and from the applicable move it matched "matched" (its id) and
+// "predicted_gain"; or "move_error" {kind: unknown_move | no_move, message} with the kind as written.
+json LlmMove(StageContext& ctx, const std::string& reply, const json& vocab) {
+  const MoveChoice choice = ParseMoveChoice(reply);
+  json applicable = vocab.value("applicable", json::array());
+  json resolved = ctx.PythonCall("accelopt.search.vocabulary", "resolve_move",
+                                 {{"kind", choice.kind}, {"site", choice.site}, {"applicable", applicable}});
+  if (resolved.contains("error") && resolved["error"].is_object()) {
+    return {{"kind", choice.kind}, {"params", choice.params}, {"move_error", resolved["error"]}};
+  }
+  const std::string kind = resolved.value("kind", "");
+  json move = {{"kind", kind}, {"params", choice.params}};
+  for (const auto& k : vocab.value("kinds", json::array())) {
+    if (k.value("name", "") != kind) continue;
+    move["effect"] = k.value("effect", "");
+    move["relieves"] = k.value("relieves", json::object());
+  }
+  const json matched = resolved.value("matched", json());
+  if (matched.is_object()) {
+    json params = matched.value("params", json::object());
+    params.update(choice.params);  // the planner's refinement wins
+    move["params"] = params;
+    move["matched"] = matched.value("id", "");
+    if (matched.contains("relieves")) move["relieves"] = matched["relieves"];
+    if (matched.contains("predicted_gain") && !matched["predicted_gain"].is_null()) move["predicted_gain"] = matched["predicted_gain"];
+  }
+  return move;
+}
+
 }  // namespace
 
 json VisibleExperiences(const json& memory, const std::string& case_name, int limit) {
@@ -108,6 +138,8 @@ json RunPlan(StageContext& ctx) {
   const int64_t seed = with.value("seed", int64_t{0});
   const std::string endpoint = with.value("llm", "default");
   const bool llm = UseLlm(ctx, with.value("mode", "auto"), endpoint);
+  // LLM moves constrained to the rule vocabulary (docs/search.md, "LLM moves").
+  const bool vocabulary = llm && with.value("vocabulary", false);
   const fs::path dir = ctx.StageDir();
 
   // One job per (beam member, plan index); results land at their index.
@@ -125,6 +157,7 @@ json RunPlan(StageContext& ctx) {
   std::optional<Prompts> prompts;
   json glossary;
   std::vector<std::string> systems(beam.size()), users(beam.size());
+  std::vector<json> vocab(beam.size());  // accelopt.search.vocabulary.describe per member (vocabulary mode)
   if (llm) {
     prompts.emplace(with.value("prompts", ""));
     glossary = prompts->Data("metrics.json");
@@ -135,7 +168,21 @@ json RunPlan(StageContext& ctx) {
     const json& member = beam[m];
     if (llm) {
       data[m] = PlannerData(WithLaunchCost(ctx, member), memory, glossary, with.value("max_experiences", 16), n);
-      systems[m] = prompts->Render("planner_system", data[m]);
+      if (vocabulary) {
+        json request = {{"source", data[m]["kernel_code"]},
+                        {"metrics", member.value("metrics", json::object())},
+                        {"peak", member.value("peak", json())},
+                        {"max_plans", with.value("vocabulary_moves", 12)},
+                        {"seed", seed * 1000003 + iteration * 10007 + static_cast<int64_t>(m)},
+                        {"history", RuleHistory(member)}};
+        vocab[m] = ctx.PythonCall("accelopt.search.vocabulary", "describe", request);
+        if (vocab[m].contains("error") && vocab[m]["error"].is_object()) {
+          ctx.Warn(member.value("id", "") + ": accelopt.rules.propose: " + vocab[m]["error"].value("message", "") +
+                   " (the planner sees the vocabulary without applicable moves)");
+        }
+        data[m] = MovePlannerData(data[m], vocab[m]);
+      }
+      systems[m] = prompts->Render(vocabulary ? "move_planner_system" : "planner_system", data[m]);
     } else {
       data[m] = {{"kernel_code", ReadText(member.value("kernel", ""))}};
     }
@@ -150,7 +197,7 @@ json RunPlan(StageContext& ctx) {
       if (llm) {
         json item = data[job.member];
         item["plan_number"] = job.index + 1;
-        const std::string user = prompts->Render("planner_user", item);
+        const std::string user = prompts->Render(vocabulary ? "move_planner_user" : "planner_user", item);
         if (job.index == 0) {
           WriteText(dir / "prompts" / (SafeName(member.value("id", "c")) + ".md"),
                     "# system\n\n" + systems[job.member] + "\n\n# user\n\n" + user);
@@ -163,8 +210,10 @@ json RunPlan(StageContext& ctx) {
           throw StageFailure("empty_reply", "the planner returned an empty reply (finish_reason " +
                                                 response.value("finish_reason", "?") + ")");
         }
-        plans[j].push_back({{"plan_id", plan_id}, {"index", job.index}, {"title", PlanTitle(text)}, {"text", text},
-                            {"origin", "llm"}, {"seed", call_seed}, {"candidate", member}});
+        json plan = {{"plan_id", plan_id}, {"index", job.index}, {"title", PlanTitle(text)}, {"text", text},
+                     {"origin", "llm"}, {"seed", call_seed}, {"candidate", member}};
+        if (vocabulary) plan.update(LlmMove(ctx, text, vocab[job.member]));
+        plans[j].push_back(std::move(plan));
       } else {
         json request = {{"source", data[job.member]["kernel_code"]},
                         {"metrics", member.value("metrics", json::object())},
@@ -191,7 +240,8 @@ json RunPlan(StageContext& ctx) {
                       {"origin", "rules"},
                       {"candidate", member}};
           // The proposer's optional estimates travel with the plan (native:mcgs_priors reads them).
-          for (const char* key : {"predicted_gain", "prior", "effect"}) {
+          out["kind"] = out["rule"];
+          for (const char* key : {"predicted_gain", "prior", "effect", "relieves"}) {
             if (plan.contains(key) && !plan[key].is_null()) out[key] = plan[key];
           }
           plans[j].push_back(std::move(out));

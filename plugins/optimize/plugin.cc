@@ -26,11 +26,14 @@ const std::string kPlanParams = "{" R"JSON(
   "plans_per_candidate": {"type": "integer", "default": 12, "doc": "N: plans per candidate (LLM calls; rules: proposals)"},
   "max_experiences": {"type": "integer", "default": 16, "doc": "newest experiences shown per prompt"},
   "iteration": {"type": "integer", "default": 0, "doc": "loop iteration (for ids and seeds)"},
+  "vocabulary": {"type": "boolean", "default": false, "doc": "LLM mode: the planner picks one move kind of the rule vocabulary (prompts move_planner_*; docs/search.md 'LLM moves'); an unknown kind gives the plan a move_error"},
+  "vocabulary_moves": {"type": "integer", "default": 12, "doc": "applicable moves (accelopt.rules.propose) listed in the vocabulary planner's prompt"},
   )JSON" + kLlmParams + "}";
 
 const std::string kExecuteParams = "{" R"JSON(
   "plans": {"type": "any", "required": true, "doc": "plans (list, or plan's outputs)"},
   "samples_per_plan": {"type": "integer", "default": 2, "doc": "K: code samples per LLM plan (rule plans: 1)"},
+  "edit_format": {"type": "string", "default": "source", "enum": ["source", "diff"], "doc": "what the LLM executor is asked for: the full kernel (executor_*) or a unified diff of it (executor_diff_*); either reply is accepted, a diff that does not apply falls back to a full-source block"},
   "iteration": {"type": "integer", "default": 0, "doc": "loop iteration (for ids and seeds)"},
   )JSON" + kLlmParams + "}";
 

@@ -226,9 +226,37 @@ json PlannerData(const json& member, const json& memory, const json& glossary, i
           {"estimated", Estimated(member)}};
 }
 
+json MovePlannerData(json data, const json& vocab) {
+  json kinds = json::array();
+  for (const auto& k : vocab.value("kinds", json::array())) {
+    kinds.push_back({{"name", k.value("name", "")}, {"effect", k.value("effect", "")}});
+  }
+  json applicable = json::array();
+  for (const auto& p : vocab.value("applicable", json::array())) {
+    json params = p.value("params", json::object());
+    const std::string site = params.is_object() ? params.value("site", "") : "";
+    std::string gain;
+    if (p.contains("predicted_gain") && p["predicted_gain"].is_number()) gain = PercentText(p["predicted_gain"].get<double>());
+    applicable.push_back({{"id", p.value("id", "")}, {"rule", p.value("rule", "")}, {"site", site},
+                          {"description", p.value("description", "")}, {"params", params.dump()}, {"gain", TextOrFalse(gain)}});
+  }
+  const json model = vocab.value("bottleneck", json());
+  data["kinds"] = kinds;
+  data["applicable"] = applicable;
+  data["has_applicable"] = !applicable.empty();
+  data["bottleneck"] = model.is_object() ? json({{"label", model.value("bottleneck", "")}, {"why", model.value("why", "")}})
+                                         : json(false);
+  return data;
+}
+
 json ExecutorData(const json& plan, const std::string& parent_source) {
   const json& parent = plan.at("candidate");
+  const std::string kind = plan.contains("kind") && plan["kind"].is_string() ? plan["kind"].get<std::string>() : "";
+  const json params = plan.value("params", json::object());
   return {{"problem", parent.value("problem", "")},
+          {"move_kind", TextOrFalse(kind)},
+          {"move_effect", TextOrFalse(plan.value("effect", ""))},
+          {"move_params", TextOrFalse(params.is_object() && !params.empty() ? params.dump() : "")},
           {"case_name", parent.value("case_name", "")},
           {"reference_code", ReadText(parent.value("task", ""))},
           {"kernel_code", parent_source},

@@ -48,8 +48,16 @@ json ExperienceView(const json& item);
 /// per call by the caller.
 json PlannerData(const json& member, const json& memory, const json& glossary, int max_experiences, int plans_total);
 
-/// Template values of executor_user for `plan` (whose `candidate` is the parent)
-/// applied to `parent_source`; reads the reference file `task`.
+/// PlannerData's values plus those of move_planner_system / move_planner_user from
+/// `vocab` (accelopt.search.vocabulary.describe's reply): "kinds" [{name, effect}],
+/// "applicable" [{id, rule, site, description, params (JSON text), gain ("12 %" or
+/// false)}], "has_applicable", "bottleneck" ({label, why} or false).
+json MovePlannerData(json planner_data, const json& vocab);
+
+/// Template values of executor_user / executor_diff_user for `plan` (whose
+/// `candidate` is the parent) applied to `parent_source`; reads the reference file
+/// `task`. A plan with a move kind (vocabulary planner, rules) adds "move_kind",
+/// "move_effect" and "move_params" (JSON text), else they are false.
 json ExecutorData(const json& plan, const std::string& parent_source);
 
 /// Template values of fixer_user for a failed `record` whose kernel source is `code`

@@ -130,8 +130,86 @@ std::optional<std::string> ExtractFirstCodeBlock(const std::string& reply) {
   return blocks.front().code;
 }
 
-std::optional<std::string> ExtractKernelCode(const std::string& reply) {
+bool IsDiffBlock(const FencedBlock& block) {
+  const std::string info = Lower(block.info);
+  if (info == "diff" || info == "patch" || info == "udiff") return true;
+  for (const auto& line : SplitLines(block.code)) {
+    if (line.rfind("@@", 0) == 0) return true;
+  }
+  return false;
+}
+
+std::optional<std::string> ExtractDiff(const std::string& reply) {
   auto blocks = FencedBlocks(reply);
+  for (const auto& block : blocks) {
+    if (IsDiffBlock(block)) return block.code;
+  }
+  if (!blocks.empty()) return std::nullopt;
+  const auto lines = SplitLines(reply);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].rfind("--- ", 0) == 0 || lines[i].rfind("@@", 0) == 0) {
+      bool hunk = false;
+      for (size_t k = i; k < lines.size() && !hunk; ++k) hunk = lines[k].rfind("@@", 0) == 0;
+      if (!hunk) return std::nullopt;
+      std::string out;
+      for (size_t k = i; k < lines.size(); ++k) out += lines[k] + "\n";
+      return out;
+    }
+  }
+  return std::nullopt;
+}
+
+MoveChoice ParseMoveChoice(const std::string& reply) {
+  MoveChoice choice;
+  Layout layout = Scan(reply);
+  bool have_site = false, have_params = false;
+  for (size_t i = 0; i < layout.lines.size(); ++i) {
+    if (layout.owner[i] != -1) continue;
+    const std::string& line = layout.lines[i];
+    if (choice.kind.empty()) {
+      if (auto v = LabelValue(line, "MOVE"); v && !v->empty()) {
+        std::string value = *v;
+        const size_t colon = value.find(':');
+        if (colon != std::string::npos) {
+          if (!have_site) choice.site = Trim(value.substr(colon + 1));
+          have_site = have_site || !choice.site.empty();
+          value = value.substr(0, colon);
+        }
+        choice.kind = CleanTitle(value);
+        continue;
+      }
+    }
+    if (!have_site) {
+      if (auto v = LabelValue(line, "SITE"); v && !v->empty()) {
+        choice.site = *v;
+        have_site = true;
+        continue;
+      }
+    }
+    if (!have_params) {
+      // PARAMS takes the raw text after the label (CleanTitle would strip JSON quotes).
+      if (auto v = LabelValue(line, "PARAMS"); v && !v->empty()) {
+        const size_t colon = line.find(':');
+        std::string raw = Trim(line.substr(colon + 1));
+        while (!raw.empty() && (raw.front() == '`' || raw.front() == '*')) raw.erase(0, 1);
+        while (!raw.empty() && (raw.back() == '`' || raw.back() == '*')) raw.pop_back();
+        raw = Trim(raw);
+        json parsed = json::parse(raw, nullptr, false);
+        choice.params = parsed.is_object() ? parsed : json({{"text", raw}});
+        have_params = true;
+      }
+    }
+  }
+  choice.title = PlanTitle(reply);
+  return choice;
+}
+
+std::optional<std::string> ExtractKernelCode(const std::string& reply) {
+  auto all = FencedBlocks(reply);
+  std::vector<FencedBlock> blocks;
+  for (auto& block : all) {
+    if (!IsDiffBlock(block)) blocks.push_back(std::move(block));
+  }
   if (blocks.empty()) return std::nullopt;
   for (const auto& block : blocks) {
     for (const auto& line : SplitLines(block.code)) {

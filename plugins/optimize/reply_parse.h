@@ -41,8 +41,34 @@ std::optional<std::string> ExtractFirstCodeBlock(const std::string& reply);
 
 /// The kernel module of an executor or fixer reply: the first block that
 /// defines something (a line starting with `def `, `@` or `import`/`from`), else
-/// the first block; nullopt when the reply has no block.
+/// the first block; diff blocks (IsDiffBlock) never count. nullopt when the
+/// reply has no such block.
 std::optional<std::string> ExtractKernelCode(const std::string& reply);
+
+/// True when a fenced block is a unified diff: its info string is `diff`,
+/// `patch` or `udiff`, or a body line starts with `@@`.
+bool IsDiffBlock(const FencedBlock& block);
+
+/// The unified diff of an executor reply: the first diff block (IsDiffBlock);
+/// with no fenced block at all, the reply from its first `--- ` or `@@` line
+/// (a bare diff). nullopt when there is none. The text is not validated
+/// (accelopt.edits applies it).
+std::optional<std::string> ExtractDiff(const std::string& reply);
+
+/// A planner's move choice (prompts/move_planner_*.mustache, docs/search.md
+/// "LLM moves"): the labels `MOVE: <kind>` (or `MOVE: <kind>:<site>`),
+/// optional `SITE: <site>` and `PARAMS: <JSON object>`, and the `PLAN:` title.
+struct MoveChoice {
+  std::string kind;    ///< as written ("" when the reply has no MOVE label)
+  std::string site;    ///< "" when none
+  nlohmann::json params = nlohmann::json::object();  ///< PARAMS' object; {"text": raw} when not JSON
+  std::string title;   ///< PlanTitle(reply)
+};
+
+/// Reads the move labels outside code blocks (first of each wins; labels
+/// decorated as LabelValue accepts). Never throws; validation of the kind is
+/// the caller's (accelopt.search.vocabulary).
+MoveChoice ParseMoveChoice(const std::string& reply);
 
 /// `text` without the markdown decoration a model puts around a title:
 /// surrounding whitespace, `**`/`__`/`*`/`_` emphasis, leading `#` and list

@@ -31,7 +31,7 @@ const std::string kInitParams = R"JSON({
 const std::string kPriorsParams = "{" + kGraphParam + R"JSON(,
   "plans": {"type": "any", "required": true, "doc": "native:plan's outputs (or list) for the frontier nodes"},
   "frontier": {"type": "any", "required": true, "doc": "the nodes that need moves (mcgs_init / mcgs_backprop `frontier`)"},
-  "prior": {"type": "string", "default": "rank", "enum": ["rank", "uniform"], "doc": "base prior of a plan without its own `prior`: 1/(1+rank) or uniform"},
+  "prior": {"type": "string", "default": "profile", "enum": ["profile", "rank", "uniform"], "doc": "base prior of a plan without its own `prior`: the per-engine bottleneck model's weight of what the move relieves (accelopt.search.bottleneck; rank where the profile has no busy figures), 1/(1+rank), or uniform"},
   "tactic_weight": {"type": "number", "default": 1.0, "doc": "exponent of the tactic-statistics factor 2(improved+1)/(n+2) (0 = ignore the statistics)"},
   "min_pred_gain": {"type": "number", "default": 0.02, "doc": "moves predicted to gain less (fraction: 0.02 = 2%) are pruned"},
   "tactic_min_count": {"type": "integer", "default": 3, "doc": "evaluations a (rule, bottleneck) needs before its mean gain predicts (0 = never)"},

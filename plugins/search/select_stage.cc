@@ -50,6 +50,10 @@ json RunMcgsSelect(StageContext& ctx) {
         plan["rule"] = move["rule"];
         plan["rule_plan_id"] = move["rule_plan_id"];
         plan["params"] = move.value("params", json::object());
+      } else if (move.contains("kind") && move["kind"].is_string()) {  // an LLM move of the vocabulary
+        plan["kind"] = move["kind"];
+        plan["params"] = move.value("params", json::object());
+        if (move.contains("effect")) plan["effect"] = move["effect"];
       }
       plans.push_back(plan);
       cg["pending"].push_back({{"plan_id", plan_id}, {"path", sel.path}, {"node", sel.node}, {"move", sel.move}, {"prior", sel.prior}});

@@ -35,6 +35,7 @@ json RunMcgsTranspose(StageContext& ctx) {
     const json error = failure.value("error", json::object());
     move["state"] = "invalid";
     move["error"] = error;
+    if (failure.contains("reply_diff")) move["reply_diff"] = failure["reply_diff"];  // the diff that did not apply
     (*p)["outcome"] = "invalid";
     ++invalid;
     AddEvent(graph, {{"type", "invalid"}, {"case", case_name}, {"node", (*p)["node"]}, {"move", move.value("id", "")},
@@ -60,6 +61,8 @@ json RunMcgsTranspose(StageContext& ctx) {
     json& move = cg["nodes"][node]["moves"][index];
     move["candidate"] = candidate.value("id", "");
     if (candidate.contains("diff")) move["diff"] = candidate["diff"];
+    if (candidate.contains("edit")) move["edit"] = candidate["edit"];  // rule | diff | source
+    if (candidate.contains("patch_error")) move["patch_error"] = candidate["patch_error"];
     if (merge.self_loop) {
       (*p)["outcome"] = "invalid";
       ++invalid;

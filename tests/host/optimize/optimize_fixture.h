@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <fstream>
+#include <sstream>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -163,6 +164,33 @@ def kernel(x):
         nl.store(out[i * P:(i + 1) * P, 0:N], value=y_tile)
     return out
 )PY";
+
+inline std::vector<std::string> TextLines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+/// The kernel a diff-format executor prompt shows (its "Current kernel (kernel.py):" block).
+inline std::string ParentKernel(const std::string& user) {
+  const std::string open = "Current kernel (kernel.py):\n```python\n";
+  const size_t begin = user.find(open);
+  if (begin == std::string::npos) return "";
+  const size_t start = begin + open.size();
+  return user.substr(start, user.find("\n```", start) - start);
+}
+
+/// A unified diff that rewrites every line of `parent` into `target` (one hunk: its removed lines
+/// must match the parent exactly, which is what a strict applier checks).
+inline std::string WholeFileDiff(const std::string& parent, const std::string& target) {
+  const auto old_lines = TextLines(parent), new_lines = TextLines(target);
+  std::string diff = "--- a/kernel.py\n+++ b/kernel.py\n@@ -1," + std::to_string(old_lines.size()) + " +1," +
+                     std::to_string(new_lines.size()) + " @@\n";
+  for (const auto& line : old_lines) diff += "-" + line + "\n";
+  for (const auto& line : new_lines) diff += "+" + line + "\n";
+  return diff;
+}
 
 inline std::string Fenced(const std::string& code) { return "Here is the kernel.\n\n```python\n" + code + "```\n"; }
 

@@ -137,3 +137,37 @@ TEST_CASE("summaries: no optimization found, and replies without a title", "[opt
     CHECK(failure.kind == "unparsable_reply");
   }
 }
+
+TEST_CASE("diff blocks: found by info string or hunk header, never taken for the kernel", "[optimize][reply]") {
+  const std::string diff = "--- a/kernel.py\n+++ b/kernel.py\n@@ -1,2 +1,2 @@\n def kernel(x):\n-    return x\n+    return 2 * x";
+  const std::string reply = "The change:\n```diff\n" + diff + "\n```\nOr the whole kernel:\n```python\n" + kKernel + "\n```\n";
+  REQUIRE(ExtractDiff(reply));
+  CHECK(*ExtractDiff(reply) == diff);
+  CHECK(*ExtractKernelCode(reply) == kKernel);
+  // No info string: the @@ line makes it a diff; a lone diff is no kernel.
+  CHECK(*ExtractDiff("```\n@@\n-a\n+b\n```") == "@@\n-a\n+b");
+  CHECK_FALSE(ExtractKernelCode("```\n@@ -1 +1 @@\n-a\n+b\n```"));
+  CHECK(IsDiffBlock({"patch", "x"}));
+  CHECK_FALSE(IsDiffBlock({"python", kKernel}));
+  // A bare diff without fences, after some prose.
+  CHECK(*ExtractDiff("Here:\n--- a/k.py\n+++ b/k.py\n@@ -1 +1 @@\n-a\n+b\n") == "--- a/k.py\n+++ b/k.py\n@@ -1 +1 @@\n-a\n+b\n");
+  CHECK_FALSE(ExtractDiff("--- a note\nno hunk here"));
+  CHECK_FALSE(ExtractDiff(Block("```python")));
+}
+
+TEST_CASE("move choices: kind, site and parameters from labelled lines", "[optimize][reply]") {
+  auto m = ParseMoveChoice("**MOVE:** fuse_silu\nSITE: y_tile\nPARAMS: {\"tile\": 256}\nPLAN: fuse the silu chain\nOne activation.");
+  CHECK(m.kind == "fuse_silu");
+  CHECK(m.site == "y_tile");
+  CHECK(m.params == nlohmann::json({{"tile", 256}}));
+  CHECK(m.title == "fuse the silu chain");
+  auto id = ParseMoveChoice("MOVE: `widen_loop:j*2`\nPLAN: wider tiles\n```python\nMOVE: not_this\n```");
+  CHECK(id.kind == "widen_loop");
+  CHECK(id.site == "j*2");
+  auto raw = ParseMoveChoice("MOVE: tunable\nPARAMS: tile 256 please\nPLAN: x");
+  CHECK(raw.params == nlohmann::json({{"text", "tile 256 please"}}));
+  auto none = ParseMoveChoice("PLAN: something free-form\nNo move named.");
+  CHECK(none.kind.empty());
+  CHECK(none.params == nlohmann::json::object());
+  CHECK(none.title == "something free-form");
+}

@@ -166,6 +166,51 @@ TEST_CASE("memory keeps a FIFO capacity per problem and the newest duplicate and
   CHECK(shared["memory"]["items"].size() == 2);
 }
 
+TEST_CASE("execute in diff format: a diff that applies, a full-source fallback, a diff without fallback", "[optimize]") {
+  TempDir dir;
+  auto parent = dir.Write("parent.py", "import neuronxcc.nki as nki\n\n\ndef kernel(x):\n    y = x + 1\n    return y\n");
+  json member = Candidate("silu-base", parent.string(), 0.028);
+  member["task"] = dir.Write("ref.py", "def forward(x):\n    return x\n").string();
+  json plans = json::array();
+  for (const std::string id : {"b0p0", "b0p1", "b0p2"}) {
+    plans.push_back({{"plan_id", id}, {"title", id}, {"text", "do " + id}, {"origin", "llm"}, {"kind", "fuse_silu"},
+                     {"params", {{"site", "y"}}}, {"effect", "VectorE time"}, {"candidate", member}});
+  }
+  ScopedLlm llm([](const json& request) {
+    std::string user = request["messages"][1]["content"];
+    const std::string bad = "```diff\n@@ -5 +5 @@\n-    y = x + 7\n+    y = x * 2\n```\n";
+    if (user.find("do b0p0") != std::string::npos) return Reply("```diff\n@@ -5 +5 @@\n-    y = x + 1\n+    y = x * 2\n```\n");
+    if (user.find("do b0p1") != std::string::npos) return Reply(bad + "```python\nimport neuronxcc.nki as nki\n\n\ndef kernel(x):\n    return x * 3\n```\n");
+    return Reply(bad);
+  });
+  json out = RunStage("execute", {{"plans", plans}, {"samples_per_plan", 1}, {"iteration", 0}, {"mode", "llm"},
+                                  {"edit_format", "diff"}, {"prompts", SourcePath("prompts").string()}},
+                      dir.path());
+  REQUIRE(out["candidates"].size() == 2);
+  REQUIRE(out["failures"].size() == 1);
+  const json& applied = out["candidates"][0];
+  CHECK(applied["edit"] == "diff");
+  CHECK(ReadFile(applied["kernel"].get<std::string>()) == "import neuronxcc.nki as nki\n\n\ndef kernel(x):\n    y = x * 2\n    return y\n");
+  CHECK_THAT(applied["diff"].get<std::string>(), Catch::StartsWith("--- a/kernel.py\n+++ b/kernel.py\n@@ -2,5 +2,5 @@") &&
+                                                     Catch::Contains("-    y = x + 1\n+    y = x * 2\n"));
+  CHECK(applied["plan"]["kind"] == "fuse_silu");
+  const json& fallback = out["candidates"][1];
+  CHECK(fallback["edit"] == "source");
+  CHECK(fallback["patch_error"]["kind"] == "hunk_failed");
+  CHECK_THAT(fallback["patch_error"]["message"].get<std::string>(), Catch::Contains("hunk 1") && Catch::Contains("y = x + 7"));
+  CHECK_THAT(ReadFile(fallback["kernel"].get<std::string>()), Catch::Contains("return x * 3"));
+  const json& failed = out["failures"][0];
+  CHECK(failed["error"]["kind"] == "patch_failed");
+  CHECK_THAT(failed["error"]["message"].get<std::string>(), Catch::Contains("hunk 1") && Catch::Contains("no full kernel"));
+  CHECK_THAT(failed["reply_diff"].get<std::string>(), Catch::Contains("y = x + 7"));
+  // The executor was asked for a diff, with the move named.
+  auto requests = llm.Requests();
+  REQUIRE(requests.size() == 3);
+  CHECK_THAT(requests[0]["messages"][0]["content"].get<std::string>(), Catch::Contains("unified diff"));
+  CHECK_THAT(requests[0]["messages"][1]["content"].get<std::string>(),
+             Catch::Contains("Move: `fuse_silu` (VectorE time), parameters {\"site\":\"y\"}."));
+}
+
 TEST_CASE("execute writes the first fenced block as a kernel file with lineage and records no_code_block", "[optimize]") {
   TempDir dir;
   auto parent = dir.Write("parent.py", "import neuronxcc.nki as nki\nx = 1\n");

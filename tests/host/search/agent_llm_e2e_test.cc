@@ -1,7 +1,7 @@
 // pipelines/nkibench-agent.yaml with a scripted OpenAI-compatible server (the
 // small silu case, emulator): a failed first attempt reaches the next round's
-// executor as error feedback and an "Avoid" lesson, the fixed kernel is kept
-// as the new best, and the attempt history and lessons say so.
+// executor as error feedback and an "Avoid" lesson, the fixed kernel (sent as a
+// unified diff) is kept as the new best, and the attempt history and lessons say so.
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -47,7 +47,10 @@ TEST_CASE("agent loop with a scripted LLM: a failure becomes error feedback and 
         log.prompts.push_back(user);
         call = log.prompts.size();
       }
-      return Fenced(call == 1 ? kBrokenSilu : kFusedSilu);  // the first attempt fails, later ones are the fix
+      // The first attempt fails (a full kernel that does not compile); later ones are the fix, as a
+      // unified diff of the current kernel (the executor's diff format, shared with the graph search).
+      if (call == 1) return Fenced(kBrokenSilu);
+      return "```diff\n" + WholeFileDiff(ParentKernel(user), kFusedSilu) + "```\n";
     }
     return "TITLE: fused silu\nDESCRIPTION:\nOne activation.\n";
   });
@@ -89,5 +92,14 @@ TEST_CASE("agent loop with a scripted LLM: a failure becomes error feedback and 
   CHECK(lessons[0]["category"] == "error");
   CHECK(lessons[1]["category"] == "improved");
   CHECK(ReadJson(run_dir / "optimize_report.json")["rows"][0]["status"] == "improved");
+  // The executor was asked for a diff, and the kept kernel came from one.
+  CHECK_THAT(prompts[1], Catch::Contains("Current kernel (kernel.py):"));
+  const std::string kept = experiments[1]["candidate"];
+  bool from_diff = false;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(run_dir / "stages")) {
+    if (entry.path().filename() == kept + ".json") from_diff = ReadJson(entry.path()).value("edit", "") == "diff";
+    if (from_diff) break;
+  }
+  CHECK(from_diff);
   CHECK(std::filesystem::exists(run_dir / "llm" / "transcript.jsonl"));
 }

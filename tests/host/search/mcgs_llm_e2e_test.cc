@@ -1,7 +1,10 @@
 // pipelines/nkibench-mcgs.yaml with a scripted OpenAI-compatible server (the
-// small silu case, emulator): LLM plans become moves, the executor's kernels
-// become states, a kernel reached twice is one node (transposition), and a
-// search killed with SIGKILL resumes to the same graph as an uninterrupted run.
+// small silu case, emulator): the planner names a move kind of the rule
+// vocabulary, the executor answers with a unified diff of the parent kernel; a
+// diff that does not apply falls back to the reply's full kernel, an unknown
+// move kind is refused (an invalid edge with its error) and the search goes on;
+// a kernel reached twice is one node (transposition), and a search killed with
+// SIGKILL resumes to the same graph as an uninterrupted run.
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
@@ -22,18 +25,26 @@ using nlohmann::json;
 
 namespace {
 
-// Two plans per state: the real improvement and a kernel that does not compile.
+// Three planners per state: a valid move (fuse_silu) whose diff applies, a valid move (widen_loop)
+// whose diff does not apply (the reply's full kernel, which does not compile, is the fallback),
+// and a move kind outside the vocabulary.
 std::string Respond(const json& body) {
   const std::string system = body["messages"][0]["content"];
   const std::string user = body["messages"][1]["content"];
   if (system.rfind("You are a performance engineer", 0) == 0) {
-    if (user.find("planner 1 of") != std::string::npos) return "PLAN: fuse the silu steps into one activation\nOne ScalarE instruction.";
-    return "PLAN: load whole rows with advanced indexing\nFewer DMA descriptors.";
+    if (user.find("planner 1 of") != std::string::npos)
+      return "MOVE: fuse_silu\nPLAN: fuse the silu steps into one activation\nOne ScalarE instruction.";
+    if (user.find("planner 2 of") != std::string::npos)
+      return "**MOVE:** widen-loop\nPARAMS: {\"rows\": 256}\nPLAN: load whole rows with advanced indexing\nFewer DMA descriptors.";
+    return "MOVE: rewrite_in_cuda\nPLAN: port the kernel to CUDA\nNot an NKI move.";
   }
   if (system.rfind("You are an NKI kernel engineer", 0) == 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(150));  // time to kill the host mid-search
-    if (user.find("fuse the silu steps") != std::string::npos) return Fenced(kFusedSilu);
-    return Fenced(kBrokenSilu);
+    if (user.find("fuse the silu steps") != std::string::npos) {
+      return "The change:\n\n```diff\n" + WholeFileDiff(ParentKernel(user), kFusedSilu) + "```\n";
+    }
+    return "```diff\n@@ -3,1 +3,1 @@\n-this line is not in the kernel\n+x = 1\n```\nOr in full:\n\n```python\n" +
+           std::string(kBrokenSilu) + "```\n";
   }
   return "TITLE: fused silu\nDESCRIPTION:\nOne activation.\n";
 }
@@ -41,7 +52,7 @@ std::string Respond(const json& body) {
 std::vector<std::string> Args(const std::filesystem::path& run_dir, const std::string& url) {
   std::vector<std::string> args = {"run", SourcePath("pipelines/nkibench-mcgs.yaml").string(), "--run-dir", run_dir.string()};
   for (const std::string s : {"vars.cases=small", "vars.problems=[silu]", "backend.nki=emulator", "vars.mode=llm",
-                              "vars.budget=4", "vars.workers=1", "vars.moves=2", "vars.isolation=inprocess",
+                              "vars.budget=4", "vars.workers=1", "vars.moves=3", "vars.isolation=inprocess",
                               "vars.llm_concurrency=1", "llm.default.model=fake-model"}) {
     args.push_back("--set");
     args.push_back(s);
@@ -67,7 +78,7 @@ json Relative(const json& value, const std::string& prefix) {
 
 }  // namespace
 
-TEST_CASE("MCGS with a scripted LLM: plans are moves, a kernel reached twice is one node, kill -9 + resume gives the same search",
+TEST_CASE("MCGS with a scripted LLM: vocabulary moves with diffs, full-source fallback, unknown kinds refused, transpositions, kill -9 + resume",
           "[search][mcgs][e2e][llm]") {
   ScriptedLlmServer server(Respond);
   TempDir dir;
@@ -94,6 +105,43 @@ TEST_CASE("MCGS with a scripted LLM: plans are moves, a kernel reached twice is 
     for (const auto& move : node["moves"]) edges_to_failed += move["state"] == "expanded" && move["child"] == failed;
   }
   CHECK(edges_to_failed == 2);
+
+  // Every edge stores its move kind, parameters and unified diff.
+  const json& root = cg["nodes"][cg["root"].get<std::string>()];
+  REQUIRE(root["moves"].size() == 3);
+  int refused = 0;
+  for (const auto& [id, node] : cg["nodes"].items()) {
+    for (const auto& move : node["moves"]) {
+      INFO(move.dump());
+      if (move["kind"] == "rewrite_in_cuda") {  // refused: invalid, with the error, never expanded
+        ++refused;
+        CHECK(move["state"] == "invalid");
+        CHECK(move["error"]["kind"] == "unknown_move");
+        CHECK_THAT(move["error"]["message"].get<std::string>(), Catch::Contains("not in the vocabulary") && Catch::Contains("fuse_silu"));
+        CHECK(move["child"].is_null());
+      }
+    }
+  }
+  CHECK(refused == 2);  // once per state that got moves (the root and the fused kernel)
+  for (const auto& move : root["moves"]) {
+    if (move["kind"] == "fuse_silu") {  // the diff applied
+      CHECK(move["state"] == "expanded");
+      CHECK(move["edit"] == "diff");
+      CHECK(move["child"] == cg["incumbent"]);
+      CHECK_THAT(move["diff"].get<std::string>(), Catch::StartsWith("--- a/kernel.py\n+++ b/kernel.py\n@@ ") &&
+                                                      Catch::Contains("+    ") && Catch::Contains("nl.silu"));
+      CHECK(move["params"].is_object());
+    }
+    if (move["kind"] == "widen_loop") {  // the diff did not apply: the full kernel was used
+      CHECK(move["params"]["rows"] == 256);
+      CHECK(move["edit"] == "source");
+      CHECK(move["patch_error"]["kind"] == "hunk_failed");
+      CHECK_THAT(move["patch_error"]["message"].get<std::string>(), Catch::Contains("hunk 1"));
+      CHECK(move["child"] == failed);
+      CHECK_FALSE(move["diff"].get<std::string>().empty());
+    }
+  }
+  CHECK_THAT(ReadFile(fresh / "events.jsonl"), Catch::Contains("unknown_move"));
   CHECK_THAT(ReadFile(fresh / "trace.md"), Catch::Contains("transposition"));
   CHECK(ReadJson(fresh / "optimize_report.json")["rows"][0]["status"] == "improved");
 

@@ -49,3 +49,13 @@ def test_describe_lists_applicable_moves_and_the_bottleneck():
     assert silu["applicable"] >= 1 and silu["relieves"]["vector"] == 1.0
     assert all("relieves" in p and "params" in p for p in out["applicable"])
     assert vocab.describe("x")["error"]["kind"] == "bad_request"
+
+
+def test_resolve_move_matches_the_site_or_the_first_applicable_move():
+    applicable = [{"id": "widen_loop:i*2", "rule": "widen_loop", "params": {"site": "i*2"}},
+                  {"id": "widen_loop:j*2", "rule": "widen_loop", "params": {"site": "j*2"}}]
+    assert vocab.resolve_move({"kind": "widen-loop", "site": "j*2", "applicable": applicable})["matched"]["id"] == "widen_loop:j*2"
+    assert vocab.resolve_move({"kind": "widen_loop", "site": "k*4", "applicable": applicable})["matched"]["id"] == "widen_loop:i*2"
+    assert vocab.resolve_move({"kind": "fuse_silu", "applicable": applicable}) == {"kind": "fuse_silu", "matched": None}
+    assert vocab.resolve_move({"kind": "teleport", "applicable": applicable})["error"]["kind"] == "unknown_move"
+    assert vocab.resolve_move({"kind": "", "applicable": applicable})["error"]["kind"] == "no_move"

@@ -100,3 +100,28 @@ def describe(request):
     if proposal.get("error"):
         out["error"] = proposal["error"]
     return out
+
+
+def resolve_move(request):
+    """Validates a planner's move choice and matches it to an applicable move.
+
+    ``request``: {"kind": the kind as written, "site": site or "", "applicable":
+    describe()'s applicable plans}. Returns {"kind": vocabulary name, "matched":
+    the applicable plan of that kind whose site (params.site, or the id after
+    ':') equals ``site``, else the kind's first applicable plan, else None} or
+    {"error": {"kind": "unknown_move" | "no_move", "message"}}. Never raises.
+    """
+    if not isinstance(request, dict):
+        return {"error": {"kind": "bad_request", "message": "request must be an object"}}
+    written = request.get("kind") or ""
+    kind, error = check_kind(written)
+    if error:
+        return {"error": {"kind": "no_move" if not normalize_kind(written) else "unknown_move", "message": error}}
+    site = str(request.get("site") or "").strip().strip("`'\"")
+    same = [p for p in request.get("applicable") or [] if isinstance(p, dict) and p.get("rule") == kind]
+
+    def site_of(plan):
+        params = plan.get("params") if isinstance(plan.get("params"), dict) else {}
+        return str(params.get("site", str(plan.get("id", "")).split(":", 1)[-1]))
+    matched = next((p for p in same if site and site_of(p) == site), same[0] if same else None)
+    return {"kind": kind, "matched": matched}
