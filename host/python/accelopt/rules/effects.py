@@ -45,6 +45,8 @@ EFFECTS = {
                    "compute with several buffers per tile (nki-facts §2.4, §3.6)",
     "merge_chunks": "instruction count: one elementwise instruction over the whole free width instead of one per "
                     "chunk, the fixed cost per instruction is paid once (nki-facts §3.2, §3.3)",
+    "copy_engine": "engine balance: an SBUF copy (max(MIN_II, N) on either engine) leaves the busier engine's "
+                   "in-order stream (nki-facts §3.2, §3.3)",
     "evict_engine": "overlap: PSUM evictions leave the in-order stream of the engine that runs the next tile's "
                     "elementwise chain (nki-facts §3.2)",
 }
@@ -53,7 +55,7 @@ GAINS = {
     "tunable": 0.15, "retile": 0.15, "hoist_load": 0.3, "dedupe_load": 0.2, "hoist_invariant": 0.2,
     "interchange": 0.5, "widen_loop": 0.15, "fuse_reciprocal": 0.3, "fuse_sigmoid": 0.5, "fuse_silu": 0.8,
     "reciprocal_to_scalar": 0.25, "square_to_activation": 0.2, "merge_tensor_scalar": 0.15,
-    "scale_to_activation": 0.15, "hoist_transpose": 0.3, "evict_engine": 0.2, "tile_free": 0.4, "defer_row_scale": 0.2, "reduce_to_activation": 0.2, "affine_loop": 0.3, "merge_chunks": 0.1,
+    "scale_to_activation": 0.15, "hoist_transpose": 0.3, "evict_engine": 0.2, "tile_free": 0.4, "defer_row_scale": 0.2, "reduce_to_activation": 0.2, "affine_loop": 0.3, "merge_chunks": 0.1, "copy_engine": 0.1,
 }
 
 
