@@ -84,3 +84,28 @@ def test_published_draws_come_from_the_store_the_second_time():
             assert again.digest(0) == first.digest(0) and again.norms() == first.norms()
     finally:
         draw_store.MIN_DRAW_MS = saved_ms
+
+
+def test_large_draws_on_disk_are_not_kept_in_memory_between_calls():
+    from accelopt.sandbox import trusted
+    reference = loading.load_reference(os.path.join(FIXTURES, "ref_tiny.py"))
+    saved = draw_store.MIN_DRAW_MS, trusted.LARGE_DRAW_BYTES
+    draw_store.MIN_DRAW_MS, trusted.LARGE_DRAW_BYTES = 0.0, 0
+    trusted.DRAWS.clear()
+    try:
+        with _Store():
+            drawn, hit = trusted._cached_draw(reference, "bigkey", 3, True)
+            assert not hit and drawn.kept_on_disk()
+            drawn.expected()
+            draws.settle_store()
+            assert drawn.from_store and trusted.DRAWS.stats()["entries"] == 0  # dropped once computed
+            again, hit = trusted._cached_draw(reference, "bigkey", 3, True)
+            assert not hit and again.from_store and again.done() and trusted.DRAWS.stats()["entries"] == 0
+            trusted.LARGE_DRAW_BYTES = 1 << 30  # small draws stay in memory
+            kept, _ = trusted._cached_draw(reference, "bigkey", 4, True)
+            kept.expected()
+            draws.settle_store()
+            assert trusted.DRAWS.stats()["entries"] == 1
+    finally:
+        draw_store.MIN_DRAW_MS, trusted.LARGE_DRAW_BYTES = saved
+        trusted.DRAWS.clear()

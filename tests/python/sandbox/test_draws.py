@@ -19,9 +19,10 @@ def test_a_draw_is_its_seed_s_inputs_and_its_reference_is_computed_in_the_backgr
     np.random.seed(21)
     expected_inputs = reference.get_inputs()
     assert np.array_equal(drawn.nki_inputs[0], expected_inputs[0]) and not drawn.nki_inputs[0].flags.writeable
-    seen = threading.Event()
-    drawn.start(reference, on_done=lambda d: seen.set())
+    seen, sizes = threading.Event(), []
+    drawn.start(reference, on_done=lambda d: (sizes.append(d.nbytes), seen.set()))
     assert np.array_equal(drawn.expected(), 2 * expected_inputs[0]) and seen.wait(10)
+    assert sizes == [2 * expected_inputs[0].nbytes]  # on_done sees the outputs counted (the cache's size)
     assert not drawn.expected().flags.writeable and drawn.reference_ms is not None
     assert drawn.norms() == compare.reference_norms((drawn.expected(),))
     assert drawn.digest(0) == draw_cache_digest(expected_inputs[0])

@@ -98,6 +98,13 @@ class DrawCache:
                 _, (_, dropped) = self._entries.popitem(last=False)
                 self._bytes -= dropped
 
+    def drop(self, key):
+        """Forgets the entry ``key`` (if any); the draw itself lives on while referenced."""
+        with self._lock:
+            entry = self._entries.pop(key, None)
+            if entry is not None:
+                self._bytes -= entry[1]
+
     def clear(self):
         with self._lock:
             self._entries.clear()

@@ -12,9 +12,11 @@ is drawn and its reference computed ahead, on the background thread
 """
 import collections
 import concurrent.futures
+import functools
 import secrets
 import threading
 import time
+import weakref
 
 import numpy as np
 
@@ -25,8 +27,6 @@ from . import codec, draw_cache, draw_store
 RNG_LOCK = threading.Lock()
 # One thread: reference outputs are computed one at a time, next to the workers.
 _EXECUTOR = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="accelopt-reference")
-# Writes published draws to the disk store (draw_store), off the references' thread.
-_STORE_WRITER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="accelopt-draw-store")
 _BLAS_LIMITED = []
 
 
@@ -65,6 +65,7 @@ class Draw:
         self._digests = {}
         self._norms = None
         self.store_key = None  # (source key, seed): write to draw_store once the outputs are computed
+        self.from_store = False  # loaded from draw_store
 
     @classmethod
     def stored(cls, seed, nki_inputs, expected, load_ms):
@@ -72,8 +73,17 @@ class Draw:
         drawn = cls(seed, None, nki_inputs, load_ms)
         future = concurrent.futures.Future()
         future.set_result(draw_cache.freeze(expected))
-        drawn._future, drawn.reference_ms = future, 0.0
+        drawn._future, drawn.reference_ms, drawn.from_store = future, 0.0, True
         return drawn
+
+    def kept_on_disk(self):
+        """True when this draw is in the disk store (draw_store) or will be written to it once
+        its reference outputs are computed: worth storing when drawing and forward took at
+        least draw_store.MIN_DRAW_MS (the forward's time counts once known)."""
+        if self.from_store:
+            return True
+        return (self.store_key is not None and draw_store.root() is not None
+                and self.draw_ms + (self.reference_ms or 0.0) >= draw_store.MIN_DRAW_MS)
 
     @property
     def nbytes(self):
@@ -83,28 +93,38 @@ class Draw:
 
     def start(self, reference, on_done=None):
         """Computes the reference outputs on the background thread (once); ``on_done``
-        (callable, optional) runs after they are computed."""
+        (callable, optional) runs after they are computed (the Draw is then done: its
+        ``nbytes`` count them)."""
         _limit_host_blas()
         with self._lock:
             if self._future is None:
-                self._future = _EXECUTOR.submit(self._forward, reference, on_done)
+                self._future = _EXECUTOR.submit(self._forward, reference)
+                # Callbacks hold the Draw weakly: a strong one would make a cycle (Draw ->
+                # future -> callback -> Draw) that keeps its arrays until the next GC.
+                if self.store_key is not None:
+                    # Written on the references' thread once the judge can read the outputs:
+                    # one draw at a time, no queue of arrays waiting for the disk.
+                    self._future.add_done_callback(functools.partial(_after, weakref.ref(self), Draw._store))
+                if on_done is not None:
+                    self._future.add_done_callback(functools.partial(_after, weakref.ref(self), on_done))
         return self
 
-    def _forward(self, reference, on_done):
+    def _store(self):
+        if self._future.exception() is None and self.kept_on_disk():
+            self.from_store = draw_store.save(*self.store_key, self.nki_inputs, self._future.result())
+        self.store_key = None
+
+    def _forward(self, reference):
         start = time.perf_counter()
         try:
             with np.errstate(all="ignore"):  # exp overflow to inf is legitimate (swiglu)
                 expected = profile._reference_call("forward()", reference.forward, *self._inputs)
             compare.check_reference_outputs(compare.as_tuple(expected))
             draw_cache.freeze(expected)
-            if self.store_key is not None and self.draw_ms >= draw_store.MIN_DRAW_MS:
-                _STORE_WRITER.submit(draw_store.save, *self.store_key, self.nki_inputs, expected)
             return expected
         finally:
             self.reference_ms = (time.perf_counter() - start) * 1e3
             self._inputs = None  # forward's own inputs are no longer needed
-            if on_done is not None:
-                on_done(self)
 
     def done(self):
         """True when the reference outputs are computed (and did not fail)."""
@@ -130,6 +150,13 @@ class Draw:
             if index not in self._digests:
                 self._digests[index] = codec.digest(self.nki_inputs[index])
             return self._digests[index]
+
+
+def _after(ref, function, _future):
+    """A Draw's done-callback: ``function(draw)`` if the Draw still exists."""
+    drawn = ref()
+    if drawn is not None:
+        function(drawn)
 
 
 def settle():
@@ -164,8 +191,9 @@ def published(reference, seed, source_key):
 
 
 def settle_store():
-    """Waits until the draws queued for the disk store are written (tests, benchmarks)."""
-    _STORE_WRITER.submit(lambda: None).result()
+    """Waits until the draws whose outputs are computed are written to the disk store
+    (tests, benchmarks): they are written on the references' thread."""
+    settle()
 
 
 def secret_seed(excluded):
@@ -193,7 +221,8 @@ class HiddenSpares:
         self.served = self.drawn = 0
 
     def take(self, reference, key, excluded):
-        """(a hidden Draw whose reference outputs are started, True if it was a spare)."""
+        """(a hidden Draw, True if it was a spare). A spare's reference outputs are computed
+        already (or being computed); a Draw drawn now has them not started yet."""
         with self._lock:
             spare = self._spares.pop(key, None)
             repeat = key in self._recent
@@ -207,7 +236,7 @@ class HiddenSpares:
             if hidden is not None and hidden.seed in excluded:
                 hidden = None
         if hidden is None:
-            hidden = draw(reference, secret_seed(excluded)).start(reference)
+            hidden = draw(reference, secret_seed(excluded))  # its reference starts with its pass
             self.drawn += 1
         else:
             was_spare = True

@@ -87,16 +87,33 @@ def _cached_draw(reference, reference_key, seed, start):
         return draws.published(reference, seed, reference_key)
 
     found = DRAWS.get(key, compute)
+    if found.done():
+        _keep(key, found)
     if start:
         _start_reference(found, reference, key)
     return found, hit[0]
+
+
+# A published draw larger than this (inputs plus reference outputs, bytes) is not kept in
+# memory between calls when the disk store has it: it is mapped from there again, so the
+# host holds no more than the passes in flight need (bmm: 1 GiB of outputs per seed).
+LARGE_DRAW_BYTES = 256 << 20
+
+
+def _keep(key, drawn):
+    """Keeps a published draw in the memory cache at its full size, or drops it there when it
+    is large and on disk (draw_store)."""
+    if drawn.nbytes > LARGE_DRAW_BYTES and drawn.kept_on_disk():
+        DRAWS.drop(key)
+    else:
+        DRAWS.resize(key, drawn.nbytes)
 
 
 def _start_reference(drawn, reference, cache_key=None):
     if cache_key is None:
         drawn.start(reference)
     else:
-        drawn.start(reference, on_done=lambda d: DRAWS.resize(cache_key, d.nbytes))
+        drawn.start(reference, on_done=lambda d: _keep(cache_key, d))
 
 
 def _start_references(state, positions):
