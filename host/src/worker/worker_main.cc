@@ -158,9 +158,9 @@ int CandidateBody(const WorkerMainOptions& options, python::Packed message, int 
   }
   std::string scratch = message.value.value("scratch", "");
   if (!scratch.empty() && chdir(scratch.c_str()) != 0) return 72;
-  python::Packed reply;
+  python::PackedView reply;  // outputs go into the reply frame straight from the kernel's arrays
   try {
-    reply = python::CallPacked("accelopt.sandbox.worker_entry", "handle", std::move(message));
+    reply = python::CallPackedView("accelopt.sandbox.worker_entry", "handle", std::move(message));
   } catch (const python::PythonError& error) {
     reply = {};
     reply.value = ErrorReply("python_error", error.what());
