@@ -4,12 +4,15 @@
 
 #include <stdexcept>
 
+#include "worker/dict_version.h"
+
 namespace accelopt::worker {
 
 struct NamespaceSnapshot::Module {
   PyObject* name = nullptr;    // str, strong
   PyObject* module = nullptr;  // strong
   PyObject* dict = nullptr;    // strong
+  uint64_t version = 0;        // the dict's version tag when recorded (dict_version.h)
   std::vector<std::pair<PyObject*, PyObject*>> items;  // strong
   struct Function {
     PyObject* function;
@@ -68,6 +71,7 @@ std::shared_ptr<const NamespaceSnapshot> NamespaceSnapshot::Take() {
     PyObject* dict = PyModule_Check(record->module) ? PyModule_GetDict(record->module) : nullptr;
     if (dict == nullptr || !PyUnicode_Check(record->name)) continue;
     record->dict = dict;
+    record->version = DictVersion(dict);
     Py_INCREF(record->name);
     (void)PyObject_Hash(record->name);  // cached in the str now, not written in a candidate process
     Py_INCREF(record->module);
@@ -106,7 +110,9 @@ bool NamespaceSnapshot::Unchanged() const {
     Py_ssize_t pos = 0;
     size_t index = 0;
     PyObject *key, *value;
-    while (PyDict_Next(dict, &pos, &key, &value)) {
+    // Not modified since recorded: same items (the walk below costs ~0.3 ms over all modules).
+    bool untouched = record->version != 0 && DictVersion(dict) == record->version;
+    while (!untouched && PyDict_Next(dict, &pos, &key, &value)) {
       if (index >= record->items.size() || record->items[index].first != key || record->items[index].second != value)
         return false;
       ++index;

@@ -26,6 +26,7 @@
 
 #include "python/interpreter.h"
 #include "worker/candidate_process.h"
+#include "worker/content_check.h"
 #include "worker/identity_check.h"
 #include "worker/prefault.h"
 #include "worker/protocol.h"
@@ -44,6 +45,9 @@ constexpr size_t kMaxReplyString = 256u << 10;
 
 // Rule R5's baseline, taken in the worker after its imports (identity_check.h).
 std::shared_ptr<const NamespaceSnapshot> g_identity;
+// The cost model's content digest as identities, taken in the worker after
+// its imports (content_check.h); null: the digest runs in Python instead.
+std::shared_ptr<const ContentSnapshot> g_content;
 // The pages a kernel run writes, faulted in by every spare (prefault.h).
 std::vector<PageRange> g_written_pages;
 // Candidate processes killed after their reply, reaped once the next
@@ -59,6 +63,40 @@ bool g_hardware = false;
 bool g_pid_namespace = false;
 
 bool Hardware(const WorkerMainOptions& options) { return options.backend == "neuron"; }
+
+// ACCELOPT_WORKER_TIMING=1: the worker and each candidate process log where
+// a candidate's time goes, one stderr line each ("stages <who>: <stage>
+// <ms since the previous mark>..."; the host logs them at debug level).
+// Read by hand when tuning (docs/isolation.md, Benchmarks).
+class Stages {
+ public:
+  void Start() {
+    const char* on = std::getenv("ACCELOPT_WORKER_TIMING");
+    on_ = on != nullptr && std::string(on) == "1";
+    text_.clear();
+    last_ = SteadyNowMs();
+  }
+  void Mark(const char* stage) {
+    if (!on_) return;
+    double now = SteadyNowMs();
+    char item[64];
+    std::snprintf(item, sizeof(item), " %s %.3f", stage, now - last_);
+    text_ += item;
+    last_ = now;
+  }
+  void Flush(const char* who) {
+    rusage usage{};
+    if (on_) getrusage(RUSAGE_SELF, &usage);
+    if (on_) std::fprintf(stderr, "stages %s:%s minflt %ld\n", who, text_.c_str(), usage.ru_minflt);
+    text_.clear();
+  }
+
+ private:
+  bool on_ = false;
+  std::string text_;
+  double last_ = 0;
+};
+Stages g_stages;
 
 // Hardware profile: SIGKILLs every process a candidate started (all of the
 // worker's PID namespace but the worker, else the candidate's process
@@ -159,6 +197,7 @@ int CandidateBody(const WorkerMainOptions& options, python::Packed message, int 
   std::string scratch = message.value.value("scratch", "");
   if (!scratch.empty() && chdir(scratch.c_str()) != 0) return 72;
   python::PackedView reply;  // outputs go into the reply frame straight from the kernel's arrays
+  g_stages.Mark("setup");
   try {
     reply = python::CallPackedView("accelopt.sandbox.worker_entry", "handle", std::move(message));
   } catch (const python::PythonError& error) {
@@ -169,20 +208,35 @@ int CandidateBody(const WorkerMainOptions& options, python::Packed message, int 
     reply = {};
     reply.value = ErrorReply("worker_error", error.what());
   }
-  if (g_identity && !g_identity->Unchanged()) {
+  // Rule R5 (identity) and the cost model's content, each checked in C++
+  // first; only a difference calls Python for the details (or the verdict:
+  // an equal value in a new object passes the digest).
+  auto add_changes = [&reply](const char* function) {
     try {
-      nlohmann::json changes = python::CallJson("accelopt.sandbox.worker_entry", "identity_changes", nullptr);
+      nlohmann::json changes = python::CallJson("accelopt.sandbox.worker_entry", function, nullptr);
       auto& integrity = reply.value["integrity"];
       if (!integrity.is_array()) integrity = nlohmann::json::array();
       for (auto& change : changes) integrity.push_back(std::move(change));
     } catch (const std::exception& error) {
       reply.value["integrity"].push_back(std::string("integrity check failed: ") + error.what());
     }
-  }
+  };
+  g_stages.Mark("handle");
+  if (g_identity && !g_identity->Unchanged()) add_changes("identity_changes");
+  g_stages.Mark("identity");
+  if (g_content && !g_content->Unchanged()) add_changes("digest_changes");
+  g_stages.Mark("content");
   if (!WriteFrame(reply_fd, std::move(reply.value), reply.blobs)) return 76;
+  g_stages.Mark("reply");
+  g_stages.Flush("candidate");
   // The worker may forward the reply now. Wait here to be stopped and
   // killed: an exit would make the worker wait for this process's teardown.
   if (write(done_fd, "d", 1) != 1) return 0;
+  // Stop now, while this process still has the CPU: the worker stops it
+  // anyway (StopOrReap), but a process asleep in pause() must first be
+  // scheduled again to enter the stop, and on a busy machine the worker
+  // waited for that. (The seccomp filter lets a process signal itself.)
+  kill(getpid(), SIGSTOP);
   while (true) pause();
 }
 
@@ -195,10 +249,22 @@ bool ReadCandidateReply(int memfd, nlohmann::json* header, off_t* blobs_at, uint
     *problem = "candidate process exited with status 0 before answering";
     return false;
   }
-  std::string head(std::min<size_t>(kMaxReplyHeader, static_cast<size_t>(st.st_size)), '\0');
-  ssize_t got = pread(memfd, head.data(), head.size(), 0);
-  size_t newline = got > 0 ? head.find('\n') : std::string::npos;
-  if (newline == std::string::npos || newline >= static_cast<size_t>(got)) {
+  // The header only, read in growing steps: the attachments after it go to
+  // the host by sendfile and are never copied here (and every page this
+  // process writes is a copy-on-write fault while a spare shares its heap).
+  const size_t limit = std::min<size_t>(kMaxReplyHeader, static_cast<size_t>(st.st_size));
+  std::string head;
+  size_t newline = std::string::npos;
+  for (size_t want = std::min<size_t>(limit, 64u << 10); newline == std::string::npos; want = std::min(limit, want * 4)) {
+    size_t have = head.size();
+    head.resize(want);
+    ssize_t got = pread(memfd, head.data() + have, want - have, static_cast<off_t>(have));
+    if (got <= 0) break;
+    head.resize(have + static_cast<size_t>(got));
+    newline = head.find('\n', have);
+    if (head.size() >= limit) break;
+  }
+  if (newline == std::string::npos) {
     *problem = "the candidate's reply header exceeds " + std::to_string(kMaxReplyHeader >> 20) + " MiB";
     return false;
   }
@@ -264,10 +330,12 @@ void CloseAllBut(std::vector<int> keep) {
 }
 
 int SpareBody(const WorkerMainOptions& options, int request_fd, int reply_fd, int done_fd) {
+  g_stages.Start();
   CloseAllBut({request_fd, reply_fd, done_fd});  // never the host's pipes or another candidate's reply
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (g_hardware) setpgid(0, 0);  // its compiler processes form one group (KillCandidateTree)
   PrefaultPages(g_written_pages);  // copy-on-write broken now, while the previous candidate runs
+  g_stages.Mark("prefault");
   // Warm up only while idle: with its request already waiting it would only delay it.
   const char* warm = std::getenv("ACCELOPT_SPARE_WARM_UP");
   pollfd pending{request_fd, POLLIN, 0};
@@ -275,6 +343,7 @@ int SpareBody(const WorkerMainOptions& options, int request_fd, int reply_fd, in
     try {
       python::CallJson("accelopt.sandbox.worker_entry", "warm_up", nullptr);
       if (g_identity) g_identity->Unchanged();
+      if (g_content) g_content->Unchanged();
     } catch (const std::exception&) {  // only speed is lost
     }
   }
@@ -287,6 +356,8 @@ int SpareBody(const WorkerMainOptions& options, int request_fd, int reply_fd, in
   if (options.sandbox &&
       !InstallCandidatePolicy(profile, audit != nullptr && std::string(audit) == "1", g_pid_namespace, &warnings))
     spdlog::debug("{}", warnings.back());
+  g_stages.Mark("seccomp");
+  g_stages.Flush("spare");
   LineReader reader(request_fd);
   std::string line;
   if (reader.ReadLine(&line, -1) != LineReader::kLine) return 0;  // retired unused
@@ -304,6 +375,7 @@ int SpareBody(const WorkerMainOptions& options, int request_fd, int reply_fd, in
     if (reader.ReadExact(&message.blobs.back(), size, -1) != LineReader::kLine) return 73;
   }
   close(request_fd);
+  g_stages.Start();  // from the request on
   message.value.erase("blobs");
   return CandidateBody(options, std::move(message), reply_fd, done_fd);
 }
@@ -396,6 +468,7 @@ bool ServeOne(const WorkerMainOptions& options, const nlohmann::json& request, p
     header = ErrorReply("worker_error", error);
   } else {
     double started = SteadyNowMs();
+    g_stages.Mark("handed_over");
     current = *spare;
     *spare = Spare{};
     if (!g_hardware) {
@@ -405,8 +478,11 @@ bool ServeOne(const WorkerMainOptions& options, const nlohmann::json& request, p
         spdlog::warn("{}", fork_error.what());  // the next request forks on demand
       }
     }
+    g_stages.Mark("fork");
     ReapKilled();
+    g_stages.Mark("reap");
     ChildEnd end = WaitForChild(current.pid, deadline_s, started, current.done_fd);
+    g_stages.Mark("wait");
     if (g_hardware) {
       KillCandidateTree(current.pid);  // before the host reads what it left in scratch
     } else if (end.stopped) {
@@ -433,7 +509,9 @@ bool ServeOne(const WorkerMainOptions& options, const nlohmann::json& request, p
     kill(stopped, SIGKILL);  // its teardown overlaps the host's judging; reaped at the next request
     g_to_reap.push_back(stopped);
   }
+  g_stages.Mark("forward");
   Retire(&current);
+  g_stages.Flush("worker");
   return sent;
 }
 
@@ -505,12 +583,28 @@ int WorkerMain(const WorkerMainOptions& options) {
     python::Initialize(options.python_paths);
     versions = python::CallJson("accelopt.sandbox.worker_entry", "startup",
                                 {{"worker_id", options.id}, {"backend", options.backend}});
+    const char* content = std::getenv("ACCELOPT_CONTENT_CHECK");  // "0": the digest in Python (A/B runs)
+    if (content == nullptr || std::string(content) != "0") {
+      try {
+        g_content = ContentSnapshot::Take();
+        // From here on candidates leave the digest to g_content (Python digests only on a difference).
+        python::CallJson("accelopt.sandbox.worker_entry", "use_native_content_check", true);
+      } catch (const std::exception& error) {  // only speed is lost: handle() keeps the digest
+        g_content.reset();
+        warnings.push_back(std::string("content check unavailable, the cost model is digested in Python: ") +
+                           error.what());
+      }
+    }
+    // Last: everything the worker imports or sets must be in the baseline,
+    // or every candidate's check finds a difference and runs the slow
+    // Python comparison (~3-10 ms).
     g_identity = NamespaceSnapshot::Take();
     const char* prefault = std::getenv("ACCELOPT_PREFAULT");
     if (!g_hardware && (prefault == nullptr || std::string(prefault) != "0")) {
       g_written_pages = LearnWrittenPages([] {  // needs /proc: before Landlock
         python::CallJson("accelopt.sandbox.worker_entry", "warm_up", nullptr);
         if (g_identity) g_identity->Unchanged();
+        if (g_content) g_content->Unchanged();
       });
     }
   } catch (const std::exception& error) {
@@ -543,6 +637,16 @@ int WorkerMain(const WorkerMainOptions& options) {
   } else {
     warnings.push_back("sandbox disabled (--no-sandbox)");
   }
+  // Both baselines must still hold here, in the state every candidate
+  // starts from; else every candidate's check finds a difference and pays
+  // the Python comparison (as once when a module imported after the baseline
+  // added a name to its package).
+  if (g_identity && !g_identity->Unchanged())
+    warnings.push_back("integrity baseline: the worker changed a watched module after recording it; every "
+                       "candidate's identity check takes the slow path");
+  if (g_content && !g_content->Unchanged())
+    warnings.push_back("integrity baseline: the cost model changed after its content was recorded; every "
+                       "candidate's content check takes the slow path");
   Spare spare;
   try {
     if (!g_hardware) spare = ForkSpare(options);
@@ -558,6 +662,7 @@ int WorkerMain(const WorkerMainOptions& options) {
   LineReader reader(kRequestFd);
   std::string line;
   while (reader.ReadLine(&line, -1) == LineReader::kLine) {
+    g_stages.Start();
     nlohmann::json request = nlohmann::json::parse(line, nullptr, false);
     python::Packed message;
     std::vector<uint64_t> sizes;
@@ -577,6 +682,7 @@ int WorkerMain(const WorkerMainOptions& options) {
       if (!WriteLine(kReplyFd, reply.dump())) return 0;
       continue;
     }
+    g_stages.Mark("read");
     message.value = {{"module", request.value("module", "")},
                      {"function", request.value("function", "")},
                      {"arg", request.value("arg", nlohmann::json())},

@@ -49,7 +49,8 @@ constexpr double kDeadlineGraceS = 10;
 // Environment variables a worker inherits (no API keys, no PYTHON*).
 const char* const kPassedEnv[] = {"PATH", "LANG", "LC_ALL", "LC_CTYPE", "ACCELOPT_PYTHON_PATH", "NEURON_RT_VISIBLE_CORES",
                                    "ACCELOPT_SPARE_WARM_UP", "ACCELOPT_PREFAULT", "ACCELOPT_SANDBOX_READ",
-                                   "ACCELOPT_SANDBOX_WRITE", "ACCELOPT_NEURON_ROOT", "ACCELOPT_SECCOMP_AUDIT"};
+                                   "ACCELOPT_SANDBOX_WRITE", "ACCELOPT_NEURON_ROOT", "ACCELOPT_SECCOMP_AUDIT",
+                                   "ACCELOPT_WORKER_TIMING", "ACCELOPT_CONTENT_CHECK"};
 // Also passed to neuron workers: the Neuron runtime's and compiler's settings
 // (NEURON_*) and where the user's Neuron installation lives.
 const char* const kNeuronEnv[] = {"LD_LIBRARY_PATH", "VIRTUAL_ENV"};

@@ -103,6 +103,16 @@ TEST_CASE("a worker runs calls in its scratch dir with a scrubbed environment", 
   CHECK(pool.Stats().spawned == 1);
 }
 
+TEST_CASE("the worker's integrity baselines hold in the state its candidates start from", "[worker]") {
+  // Otherwise every candidate's identity and content checks take the slow
+  // Python path (worker_main.cc says so in a startup warning).
+  accelopt::testing::TempDir scratch;
+  WorkerPool pool(TestPool(scratch.path(), 1));
+  json result;
+  REQUIRE(PlainKind(pool, "echo", {{"x", 1}}, json::object(), &result) == "ok");
+  for (const auto& warning : pool.Warnings()) CHECK(warning.find("integrity baseline") == std::string::npos);
+}
+
 TEST_CASE("runtime containment: each hostile call gets its kind and the pool keeps serving", "[worker]") {
   accelopt::testing::TempDir scratch;
   accelopt::testing::TempDir outside;

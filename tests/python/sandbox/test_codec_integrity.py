@@ -129,3 +129,22 @@ def test_content_digests_see_function_defaults_and_closures():
     finally:
         fn.__kwdefaults__ = saved
     assert integrity.compare_digests(before) == []
+
+
+def test_content_watch_records_every_mutable_place_the_digest_reads():
+    # The worker's C++ content check (host/src/worker/content_check.h) reads these records
+    # instead of hashing; a W_UNCHECKABLE one would send every candidate back to the digest.
+    import importlib
+    for name in ("targets", "formulas", "scheduler", "tracer", "residency", "metrics"):
+        importlib.import_module("nki_emu.cost." + name)
+    from nki_emu.cost import targets
+    before = integrity.content_digests()
+    watch = integrity.content_watch()
+    assert integrity.content_digests() == before  # recording reads, never edits
+    kinds = {record[0] for record in watch}
+    assert integrity.W_UNCHECKABLE not in kinds
+    assert {integrity.W_MODULE, integrity.W_DICT, integrity.W_FUNCTION, integrity.W_TYPE, integrity.W_OBJECT,
+            integrity.W_SLOT} <= kinds
+    watched = {id(record[1]) for record in watch}
+    assert id(targets.TRN1.clock_ghz) in watched and id(vars(targets)) in watched
+    assert {record[1] for record in watch if record[0] == integrity.W_MODULE} == set(before)
