@@ -23,7 +23,7 @@ TEST_CASE("a frame carries a JSON header and raw blobs larger than the pipe", "[
   std::vector<std::string> blobs = {"", big, std::string("\n\n{x}\n")};
   std::thread writer([&] {
     CHECK(WriteFrame(fds[1], {{"id", 7}}, blobs));
-    CHECK(WriteFrame(fds[1], {{"id", 8}, {"blobs", {99}}}, {}));  // a stale list is dropped
+    CHECK(WriteFrame(fds[1], {{"id", 8}, {"blobs", {99}}}, std::vector<std::string>{}));  // a stale list is dropped
     close(fds[1]);
   });
   LineReader reader(fds[0]);
