@@ -158,6 +158,26 @@ std::string BufferBytes(const py::handle& object) {
   return bytes;
 }
 
+// module.function(value, blobs) for CallPacked and CallPackedView, with the
+// GIL held: hands the packed blobs over (packed.blobs is left empty), checks
+// the (value, blobs) reply, writes the value's JSON text to *text and
+// returns the reply's blobs object. Throws py::error_already_set or
+// PythonError.
+py::object CallWithBlobs(const std::string& module, const std::string& function, Packed& packed, std::string* text) {
+  py::module_ json = py::module_::import("json");
+  py::object fn = py::module_::import(module.c_str()).attr(function.c_str());
+  py::list blobs;
+  py::module_::import("_accelopt_host");  // registers the Blob type
+  for (auto& blob : packed.blobs) blobs.append(py::cast(PyBlob{std::move(blob)}));
+  packed.blobs.clear();
+  py::object value = fn(json.attr("loads")(packed.value.dump()), blobs);
+  if (!py::isinstance<py::tuple>(value) || py::len(value) != 2)
+    throw PythonError("TypeError", module + "." + function + " must return (value, blobs)", "");
+  py::tuple pair = value.cast<py::tuple>();
+  *text = json.attr("dumps")(pair[0], py::arg("allow_nan") = true).cast<std::string>();
+  return pair[1];
+}
+
 }  // namespace
 
 Packed CallPacked(const std::string& module, const std::string& function, Packed packed) {
@@ -166,18 +186,7 @@ Packed CallPacked(const std::string& module, const std::string& function, Packed
   {
     py::gil_scoped_acquire gil;
     try {
-      py::module_ json = py::module_::import("json");
-      py::object fn = py::module_::import(module.c_str()).attr(function.c_str());
-      py::list blobs;
-      py::module_::import("_accelopt_host");  // registers the Blob type
-      for (auto& blob : packed.blobs) blobs.append(py::cast(PyBlob{std::move(blob)}));
-      packed.blobs.clear();
-      py::object value = fn(json.attr("loads")(packed.value.dump()), blobs);
-      if (!py::isinstance<py::tuple>(value) || py::len(value) != 2)
-        throw PythonError("TypeError", module + "." + function + " must return (value, blobs)", "");
-      py::tuple pair = value.cast<py::tuple>();
-      text = json.attr("dumps")(pair[0], py::arg("allow_nan") = true).cast<std::string>();
-      py::object returned = pair[1];
+      py::object returned = CallWithBlobs(module, function, packed, &text);
       for (auto blob : returned) out.blobs.push_back(BufferBytes(blob));
     } catch (py::error_already_set& error) {
       throw ConvertError(error);
@@ -208,18 +217,7 @@ PackedView CallPackedView(const std::string& module, const std::string& function
   {
     py::gil_scoped_acquire gil;
     try {
-      py::module_ json = py::module_::import("json");
-      py::object fn = py::module_::import(module.c_str()).attr(function.c_str());
-      py::list blobs;
-      py::module_::import("_accelopt_host");  // registers the Blob type
-      for (auto& blob : packed.blobs) blobs.append(py::cast(PyBlob{std::move(blob)}));
-      packed.blobs.clear();
-      py::object value = fn(json.attr("loads")(packed.value.dump()), blobs);
-      if (!py::isinstance<py::tuple>(value) || py::len(value) != 2)
-        throw PythonError("TypeError", module + "." + function + " must return (value, blobs)", "");
-      py::tuple pair = value.cast<py::tuple>();
-      text = json.attr("dumps")(pair[0], py::arg("allow_nan") = true).cast<std::string>();
-      py::object returned = pair[1];
+      py::object returned = CallWithBlobs(module, function, packed, &text);
       held->views.reserve(py::len(returned));
       for (auto blob : returned) {
         Py_buffer view;

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "worker/dict_version.h"
+#include "worker/raw_python.h"
 
 namespace accelopt::worker {
 
@@ -40,32 +41,6 @@ struct ContentSnapshot::Record {
 };
 
 namespace {
-
-class Gil {
- public:
-  Gil() : state_(PyGILState_Ensure()) {}
-  ~Gil() { PyGILState_Release(state_); }
-
- private:
-  PyGILState_STATE state_;
-};
-
-std::string PythonProblem() {
-  PyObject *type, *value, *traceback;
-  PyErr_Fetch(&type, &value, &traceback);
-  std::string text = "Python error";
-  if (value != nullptr) {
-    if (PyObject* str = PyObject_Str(value)) {
-      if (const char* utf8 = PyUnicode_AsUTF8(str)) text = utf8;
-      Py_DECREF(str);
-    }
-  }
-  Py_XDECREF(type);
-  Py_XDECREF(value);
-  Py_XDECREF(traceback);
-  PyErr_Clear();
-  return text;
-}
 
 // Items of `dict` in order, by identity, against the recorded key and value
 // tuples; a dict whose version tag is still `version` was not modified.

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "worker/dict_version.h"
+#include "worker/raw_python.h"
 
 namespace accelopt::worker {
 
@@ -21,36 +22,6 @@ struct NamespaceSnapshot::Module {
   };
   std::vector<Function> functions;  // borrowed from items
 };
-
-namespace {
-
-class Gil {
- public:
-  Gil() : state_(PyGILState_Ensure()) {}
-  ~Gil() { PyGILState_Release(state_); }
-
- private:
-  PyGILState_STATE state_;
-};
-
-std::string PythonProblem() {
-  PyObject *type, *value, *traceback;
-  PyErr_Fetch(&type, &value, &traceback);
-  std::string text = "Python error";
-  if (value != nullptr) {
-    if (PyObject* str = PyObject_Str(value)) {
-      if (const char* utf8 = PyUnicode_AsUTF8(str)) text = utf8;
-      Py_DECREF(str);
-    }
-  }
-  Py_XDECREF(type);
-  Py_XDECREF(value);
-  Py_XDECREF(traceback);
-  PyErr_Clear();
-  return text;
-}
-
-}  // namespace
 
 std::shared_ptr<const NamespaceSnapshot> NamespaceSnapshot::Take() {
   Gil gil;

@@ -21,12 +21,10 @@ from . import analysis as A
 from . import patterns as P
 from .base import Candidate
 from .evict_engine import psum_names
-from .imports import isa_prefix
+from .engine_pin import copy_args, free_engines, pin_edits
 
 NAME = "copy_engine"
 SUMMARY = "Pin an SBUF-to-SBUF copy to ScalarE or VectorE to balance the engines' busy time."
-
-_ENGINES = {"scalar": "scalar_engine", "vector": "vector_engine"}
 
 
 def candidates(src):
@@ -36,16 +34,8 @@ def candidates(src):
         psum = psum_names(src, func)
         tiles = P.tile_names(src, func)
         for node in ast.walk(func):
-            if src.call_name(node) not in ("nl.copy", "nisa.tensor_copy"):
-                continue
-            keys = ("src", "mask", "dtype", "engine")
-            if len(node.args) > 1 or any(k.arg is None for k in node.keywords):
-                continue
-            args = dict(zip(keys, node.args))
-            args.update({k.arg: k.value for k in node.keywords})
-            if "x" in args:
-                args["src"] = args.pop("x")
-            if set(args) - set(keys) or "src" not in args:
+            args = copy_args(src, node)
+            if args is None:
                 continue
             source = args["src"]
             if not (isinstance(source, ast.Name) or (isinstance(source, ast.Subscript)
@@ -55,26 +45,15 @@ def candidates(src):
             if root is None or root in psum or not P.is_tile(src, source.value if isinstance(source, ast.Subscript)
                                                              else source, tiles):
                 continue
-            current = args.get("engine")
-            pinned = None if current is None or P.trivial(src, "engine", current) else \
-                (current.attr if isinstance(current, ast.Attribute) else "?")
             site_base = P.label(src, A.statement_of(src, node))
-            for eng, attr in _ENGINES.items():
-                if pinned in (attr, eng, "?") or (pinned is not None and pinned not in _ENGINES.values()):
-                    continue
+            for eng, attr in free_engines(src, args):
                 out.append(_cand(src, node, args, eng, attr, site_base))
     return out
 
 
 def _cand(src, node, args, eng, attr, site_base):
     def edits():
-        isa, extra = isa_prefix(src)
-        parts = [src.segment(args["src"])]
-        for key in ("mask", "dtype"):
-            if key in args and not P.trivial(src, key, args[key]):
-                parts.append(f"{key}={src.segment(args[key])}")
-        parts.append(f"engine={isa}.{attr}")
-        return [src.replace_node(node, f"{isa}.tensor_copy({', '.join(parts)})")] + extra
+        return pin_edits(src, node, args, attr)
 
     other = "vector" if eng == "scalar" else "scalar"
     return Candidate(src, f"{site_base}@{eng}", f"run the SBUF copy in '{site_base}' on the {eng} engine "

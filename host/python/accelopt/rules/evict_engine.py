@@ -22,13 +22,12 @@ import ast
 from . import analysis as A
 from . import patterns as P
 from .base import Candidate
-from .imports import isa_prefix
+from .engine_pin import copy_args, free_engines, pin_edits
 
 NAME = "evict_engine"
 SUMMARY = "Pin a PSUM-to-SBUF copy to ScalarE or VectorE so it stops blocking the other engine's stream."
 
 _PSUM_RESULTS = {"nl.matmul", "nisa.nc_matmul", "nl.transpose", "nisa.nc_transpose"}
-_ENGINES = {"scalar": "scalar_engine", "vector": "vector_engine"}
 
 
 def psum_names(src, func):
@@ -58,42 +57,18 @@ def candidates(src):
         if not psum:
             continue
         for node in ast.walk(func):
-            qual = src.call_name(node)
-            if qual not in ("nl.copy", "nisa.tensor_copy"):
+            args = copy_args(src, node)
+            if args is None or A.root_name(args["src"]) not in psum:
                 continue
-            keys = ("src", "mask", "dtype", "engine")
-            if node.args and len(node.args) > 1 or any(k.arg is None for k in node.keywords):
-                continue
-            args = dict(zip(keys, node.args))
-            args.update({k.arg: k.value for k in node.keywords})
-            if "x" in args:  # nl.copy(x=...)
-                args["src"] = args.pop("x")
-            if set(args) - set(keys) or "src" not in args:
-                continue
-            root = A.root_name(args["src"])
-            if root not in psum:
-                continue
-            current = args.get("engine")
-            pinned = None if current is None or P.trivial(src, "engine", current) else \
-                (current.attr if isinstance(current, ast.Attribute) else "?")
-            stmt = A.statement_of(src, node)
-            site_base = P.label(src, stmt)
-            for eng, attr in _ENGINES.items():
-                if pinned in (attr, eng, "?") or (pinned is not None and pinned not in _ENGINES.values()):
-                    continue
+            site_base = P.label(src, A.statement_of(src, node))
+            for eng, attr in free_engines(src, args):
                 out.append(_cand(src, node, args, eng, attr, site_base))
     return out
 
 
 def _cand(src, node, args, eng, attr, site_base):
     def edits():
-        isa, extra = isa_prefix(src)
-        parts = [src.segment(args["src"])]
-        for key in ("mask", "dtype"):
-            if key in args and not P.trivial(src, key, args[key]):
-                parts.append(f"{key}={src.segment(args[key])}")
-        parts.append(f"engine={isa}.{attr}")
-        return [src.replace_node(node, f"{isa}.tensor_copy({', '.join(parts)})")] + extra
+        return pin_edits(src, node, args, attr)
 
     other = "vector" if eng == "scalar" else "scalar"
     return Candidate(src, f"{site_base}@{eng}", f"evict the PSUM tile in '{site_base}' on the {eng} engine "
