@@ -98,10 +98,22 @@ class NkiTensor:
     elements a masked instruction produced (None = all).
     """
 
-    __slots__ = ("root", "layout", "gather", "buffer", "dtype", "name", "par_axis", "immutable",
+    __slots__ = ("_owner", "layout", "gather", "buffer", "dtype", "name", "par_axis", "immutable",
                  "producer", "valid", "uid", "depth", "version", "placed", "site", "scope",
                  "block_elems", "fill", "__weakref__") + _HIDDEN_SLOTS
     __array_ufunc__ = None  # NumPy defers: `np.float32(2) * t` is the tile operator, never a host array
+
+    @property
+    def root(self):
+        """The root tensor owning this tensor's storage: the tensor itself for a root.
+
+        A root does not refer to itself (``_owner`` is None; a view's ``_owner`` is its
+        root), so a dead tile is freed at once by reference counting. A self-reference
+        made every root a reference cycle that only the cyclic garbage collector freed:
+        dozens of dead tiles stayed resident between collections (mamba: +0.5 GB per
+        input set, docs/benchmarks/candidate-memory.txt)."""
+        owner = self._owner
+        return self if owner is None else owner
 
     # --- construction ---------------------------------------------------------------
     @classmethod
@@ -137,7 +149,7 @@ class NkiTensor:
         elif not isinstance(data, Members) and np.ndim(data) == len(shape):
             data = batch.static(data)  # one member's values: the same for every member
         t = cls.__new__(cls)
-        t.root, t.buffer, t.dtype, t.name = t, buffer, dtype, name or f"t{_UID[0] + 1}"
+        t._owner, t.buffer, t.dtype, t.name = None, buffer, dtype, name or f"t{_UID[0] + 1}"
         t.block_elems = math.prod(shape[par_axis:]) if blocks is not None else 0
         t.fill = fill
         strides, acc = [], 1
@@ -184,7 +196,7 @@ class NkiTensor:
 
     def _view(self, layout):
         v = NkiTensor.__new__(NkiTensor)
-        v.root, v.buffer, v.dtype, v.name = self.root, self.buffer, self.dtype, self.root.name
+        v._owner, v.buffer, v.dtype, v.name = self.root, self.buffer, self.dtype, self.root.name
         v.par_axis, v.immutable, v.producer, v.valid = 0, self.root.immutable, None, None
         v.block_elems, v.fill = 0, None
         v.uid, v.depth, v.version, v.placed, v.site = self.root.uid, self.root.depth, 0, True, None
