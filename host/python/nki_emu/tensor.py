@@ -24,7 +24,7 @@ import weakref
 
 import numpy as np
 
-from . import batch, dtypes, runstack
+from . import batch, dtypes, runstack, sentinel
 from .errors import fail, user_frame
 from .layout import Gather, Layout, gather_flat, gather_inb, gather_members, gather_oob_message, hide_indices
 from .layout import resolve, stack_gathers
@@ -75,8 +75,10 @@ _OWNERS = {}  # id(array) -> weakref of the fresh root owning it (cleared per ru
 # ``_cow``: False, True (``_data`` was adopted by a block) or the set of block indices
 # adopted from fresh results (copy-on-write); ``_written``: bool mask of the declared
 # shape (of shape (S,) + declared shape once members diverge: indirect stores) for an
-# HBM tensor the kernel allocated (nki_emu.coverage), else None. Views leave them unset.
+# HBM tensor the kernel allocated (nki_emu.coverage), or BY_SENTINEL (an uninitialised
+# float one: its unwritten elements hold nki_emu.sentinel's NaN), else None. Views leave them unset.
 _HIDDEN_SLOTS = ("_data", "_blocks", "_cow", "_written")
+BY_SENTINEL = "by_sentinel"  # the ``_written`` of a root whose data is its own mask
 
 
 class Members(tuple):
@@ -133,6 +135,9 @@ class NkiTensor:
             track_writes = data is None and buffer in HBM_BUFFERS
         sdtype = dtypes.storage(dtype)
         blocks = None
+        # coverage without a mask (nki_emu.sentinel): an uninitialised float HBM tensor
+        by_sentinel = track_writes and data is None and fill is None and sentinel.supports(sdtype) \
+            and buffer in HBM_BUFFERS
         if data is None and buffer in ON_CHIP and par_axis > 0:
             blocks = {}  # block-dim tensor: blocks are allocated when first touched
         elif data is None:
@@ -140,7 +145,9 @@ class NkiTensor:
             # write (28 673 faults, 2.5x slower for a 117 MB output), while NumPy's own
             # allocation of large arrays asks for transparent huge pages.
             full = (runstack.batch(),) + shape
-            if fill is None and sdtype.kind == "f":
+            if by_sentinel:
+                data = np.full(full, sentinel.fill_value(sdtype), dtype=sdtype)
+            elif fill is None and sdtype.kind == "f":
                 data = np.full(full, np.nan, dtype=sdtype)
             elif fill is None or fill == 0:
                 data = np.full(full, 0, dtype=sdtype)
@@ -164,7 +171,8 @@ class NkiTensor:
         _set_data(t, data)
         _set_blocks(t, blocks)
         _set_cow(t, False)
-        _set_written(t, np.full(shape, False) if track_writes else None)  # np.full: see `data` above
+        # np.full: see `data` above
+        _set_written(t, BY_SENTINEL if by_sentinel else np.full(shape, False) if track_writes else None)
         run = runstack.current()
         t.depth = len(run.loops) if run is not None else 0
         t.scope = run.loops[-1] if (run is not None and run.loops) else None
@@ -635,10 +643,12 @@ def write(t, vals, where=None, batched=True):
         vals = batch.fit(vals, dst.shape, batched)
         if where is None:
             dst[...] = vals
+            written = _stored(root, written, dst)
             if written is not None:
                 _mask_view(written, t)[...] = True
         else:
             np.copyto(dst, np.broadcast_to(vals, dst.shape), where=np.broadcast_to(where, dst.shape))
+            written = _stored(root, written, dst, where)
             if written is not None:
                 m = _mask_view(written, t)
                 np.logical_or(m, np.broadcast_to(where, m.shape), out=m)
@@ -662,21 +672,44 @@ def _write_gather(t, vals, where, batched, written):
         if inb is not None:
             sel &= inb
         idx = gather_flat(g)[sel]
-        flat[:, idx] = src[:, sel]
+        stored = src[:, sel]
+        flat[:, idx] = stored
+        written = _stored(root, written, stored)
         if written is not None:
             _flat_mask(written, root)[..., idx] = True
         return
     indices, inb = per_member
-    if written is not None and written.ndim == len(root.layout.shape):
+    if written is not None:
+        runstack.current().data_dependent = True  # the members' written elements may differ now
+    if isinstance(written, np.ndarray) and written.ndim == len(root.layout.shape):
         written = np.ascontiguousarray(np.broadcast_to(written, (n,) + written.shape))  # members diverge now
         _set_written(root, written)
-        runstack.current().data_dependent = True
     for member in range(n):
         chosen = sel if inb is None else sel & inb[member]
         idx = indices[member][chosen]
-        flat[member, idx] = src[member][chosen]
+        stored = src[member][chosen]
+        flat[member, idx] = stored
+        written = _stored(root, written, stored)
         if written is not None:
+            if written.ndim == len(root.layout.shape):  # a mask made from the data: per member now
+                written = np.ascontiguousarray(np.broadcast_to(written, (n,) + written.shape))
+                _set_written(root, written)
             written[member].reshape(-1)[idx] = True
+
+
+def _stored(root, written, stored, where=None):
+    """The written-mask to mark after values ``stored`` (selected by ``where``) were
+    written into ``root``: ``written`` itself (a mask, or None: untracked), None for a
+    root tracked by sentinel whose stored values are not the sentinel (the data marks
+    itself), else the exact mask made from the data now (nki_emu.sentinel), which the
+    root keeps from then on (the caller marks this write's elements in it)."""
+    if written is not BY_SENTINEL:
+        return written
+    if not sentinel.holds(stored, where):
+        return None
+    mask = sentinel.mask_from(_data_of(root))
+    _set_written(root, mask)
+    return mask
 
 
 def _flat_mask(written, root):
@@ -699,7 +732,7 @@ def update_in_place(t, fn, operand, batched=True):
             return False
     dst = values(t)
     fn(dst, batch.fit(operand, dst.shape, batched), out=dst, casting="unsafe")
-    written = _written_of(root)
+    written = _stored(root, _written_of(root), dst)
     if written is not None:
         _mask_view(written, t)[...] = True
     root.version += 1
@@ -740,6 +773,11 @@ def unwritten(t):
     written = _written_of(t.root)
     if written is None:
         return None
+    if written is BY_SENTINEL:
+        if t.layout is not None:
+            count, first = sentinel.missing(values(t))
+            return (0, None) if count == 0 else (count, first)
+        written = sentinel.mask_from(_data_of(t.root))  # a gather view: its indices on an exact mask
     if t.layout is not None:
         m = _mask_view(written, t)
     else:
