@@ -137,8 +137,9 @@ def _input_bytes(values):
 def run(emu, kernel, input_sets, timed, target, cap_bytes=None, max_batch=None):
     """Runs ``kernel`` on every set of ``input_sets`` in batched emulator calls.
 
-    ``emu``: the ``nki_emu`` module; ``input_sets``: list of argument lists (arrays
-    read-only is fine: the caller's arrays are never written); ``timed``: index of
+    ``emu``: the ``nki_emu`` module; ``input_sets``: list of one or more argument lists
+    (arrays read-only is fine: the caller's arrays are never written; one set is one
+    traced call, never a second run for the timing); ``timed``: index of
     the set whose run is traced by the cost model (-1: none); ``cap_bytes``:
     resident-memory cap (default :func:`memory_cap_bytes`); ``max_batch``: most sets
     per call (default: no limit). Returns BatchedRuns. Raises UniformFailure
@@ -146,8 +147,8 @@ def run(emu, kernel, input_sets, timed, target, cap_bytes=None, max_batch=None):
     one instead) or BaseException subclasses (a host timeout).
     """
     count = len(input_sets)
-    if count < 2:
-        raise Fallback("a single input set")
+    if count < 1:
+        raise ValueError("batched_runs.run needs at least one input set")
     cap = memory_cap_bytes() if cap_bytes is None else cap_bytes
     out = BatchedRuns(count, cap)
     order = list(range(count))

@@ -130,10 +130,11 @@ def _execute(kernel, args, kwargs, target, tracer, compute=True):
         return outputs[0] if outputs is not None else None
 
 
-def _execute_locked(kernel, args, kwargs, target, tracer, compute, members=1, trace_member=0):
+def _execute_locked(kernel, args, kwargs, target, tracer, compute, members=1, trace_member=0, batched=False):
     """Runs the kernel once; returns ([outputs per member], [argument arrays per member])
     or (None, None) for a nested call (whose result is returned as is, see below).
-    ``members`` > 1: ``args`` are batched (arrays (S,) + shape or tensor.Members)."""
+    ``batched``: ``args`` are batched (arrays (S,) + shape or tensor.Members) for
+    ``members`` input sets (run_batched, also for one set); else one set's own arrays."""
     if target not in TARGETS:
         raise ValueError(f"unknown target {target!r}; expected one of {TARGETS}")
     install()
@@ -147,7 +148,7 @@ def _execute_locked(kernel, args, kwargs, target, tracer, compute, members=1, tr
     tensor.forget_owners()
     try:
         with np.errstate(all="ignore"), blas_threads.single_threaded():
-            bound = _bind_args(fn, list(args), batched=members > 1)
+            bound = _bind_args(fn, list(args), batched=batched)
             try:
                 result = fn(*bound, **kwargs)
                 if run_state.error is not None:
@@ -278,7 +279,7 @@ def run_batched(kernel, input_sets, *, target="trn1", trace_member=None, compute
     start = time.perf_counter()
     with _RUN_LOCK:
         outputs, seen = _execute_locked(kernel, args, {}, target, tracer, compute, members,
-                                        trace_member if trace_member is not None else 0)
+                                        trace_member if trace_member is not None else 0, batched=True)
     ran = time.perf_counter()
     profile = tracer.profile() if tracer is not None else {"target": target, "estimated": True}
     timings = {"run_ms": (ran - start) * 1e3, "replay_ms": (time.perf_counter() - ran) * 1e3}

@@ -458,3 +458,19 @@ def test_sdk228_gpsimd_gathers_and_bounds_match_their_per_seed_runs():
                  lambda s: np.sort(rng(20 + s).integers(0, 4, (1, 12))).astype(np.float32))
     _, outs = check(k, sets, target="trn2")
     assert not np.array_equal(outs[0], outs[1])
+
+
+def test_a_batch_of_one_set_is_that_set_s_run_also_with_mutable_arguments():
+    def k(x: nt.mutable_tensor, y):
+        o = _out(x.shape)
+        nl.store(x, value=nl.multiply(nl.load(x), 3.0))
+        nl.store(o, nl.add(nl.load(x), nl.load(y)))
+        return o
+    args = [rand(8, 8, seed=1), rand(8, 8, seed=2)]
+    original = [a.copy() for a in args]
+    batched = nki_emu.run_batched(k, [args], trace_member=0)
+    single = nki_emu.run(k, [a.copy() for a in original])
+    assert all(np.array_equal(a, b) for a, b in zip(args, original))  # the caller's arrays untouched
+    assert batched.arguments[0][0].shape == (8, 8) and np.array_equal(batched.arguments[0][0], 3 * original[0])
+    _same(single.outputs, batched.outputs[0])
+    assert batched.profile == single.profile

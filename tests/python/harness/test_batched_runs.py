@@ -78,8 +78,7 @@ def test_refusals_every_set_shares_are_uniform_others_fall_back():
     idx[2] = np.array([[1], [0], [99], [2]], np.int32)  # out of bounds in one set only
     for kernel, sets, reason in ((_gather, [[t, i] for t, i in zip(table, idx)], "may differ"),
                                  (_double, [[np.ones((4, 4), np.float32)], [np.ones((4, 5), np.float32)]],
-                                  "not batchable"),
-                                 (_double, _sets(1), "a single input set")):
+                                  "not batchable")):
         try:
             batched_runs.run(nki_emu, kernel, sets, 0, "trn1", cap_bytes=1 << 40)
         except batched_runs.Fallback as fallback:
@@ -100,3 +99,12 @@ def test_memory_cap_is_below_the_address_space_limit_and_the_per_core_share():
         assert batched_runs.memory_cap_bytes() <= int((16 << 30) * batched_runs.HEADROOM)
     finally:
         resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def test_one_set_is_one_traced_call_on_the_caller_s_arrays():
+    sets = _sets(1)
+    done = batched_runs.run(nki_emu, _double, sets, 0, "trn1", cap_bytes=1 << 40)
+    assert [p["sets"] for p in done.passes] == [[0]] and done.passes[0]["traced"]
+    assert done.profile == nki_emu.run(_double, sets[0]).profile
+    _check_outputs(done, sets, _double)
+    assert done.arguments[0][0] is sets[0][0]  # held as is: no copy of the inputs

@@ -259,7 +259,7 @@ def run_kernel(request, blobs):
         start = time.perf_counter()
         kernel, module_name = load_kernel_source(request["kernel_source"], request["kernel_path"])
         timings["load_ms"] = (time.perf_counter() - start) * 1e3
-        batched = request.get("batch", True) and getattr(backend, "batches", False) and len(request["runs"]) > 1
+        batched = request.get("batch", True) and getattr(backend, "batches", False) and len(request["runs"]) > 0
         if batched:
             try:
                 _run_batched(request, backend, kernel, blobs, out, out_blobs, timings)
