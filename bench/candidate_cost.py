@@ -1,7 +1,7 @@
 """What one candidate costs, in one-thread reference forwards (issue 14).
 
 Usage: /usr/bin/python3.11 bench/candidate_cost.py [NKIBENCH_DIR] [--build DIR] [--problems a,b]
-           [--search N] [--throughput M] [--no-adhoc] [--no-search] [--json FILE]
+           [--search N] [--throughput M] [--screen-seeds K] [--no-adhoc] [--no-search] [--no-screen] [--json FILE]
 
 ``NKIBENCH_DIR`` (default: the repository's nkibench/) is an NKIBench tree
 (summary.json); every problem's full-size case (the first case that is not
@@ -22,9 +22,18 @@ Usage: /usr/bin/python3.11 bench/candidate_cost.py [NKIBENCH_DIR] [--build DIR] 
   published draws, worker started), ``--search`` calls one after another (the
   median is reported), then ``2 x --throughput`` calls at once on a warm
   2-worker pool: candidates per hour on this machine.
+* ``screen`` and ``confirm``: the same warm 1-worker pool measurement with the
+  requests of screen-then-confirm (docs/search.md; native:profile's
+  screen_seeds): the screen checks the first ``--screen-seeds`` published seeds
+  (default 1) plus a hidden set and times the hidden run - what a candidate
+  that is thrown away costs; the confirm checks the remaining seeds plus a
+  fresh hidden set, untimed - what a candidate that could enter the beam
+  (or beat the incumbent) costs on top. ``search`` stays the unscreened cost
+  (every seed in one call: ``accelopt-host profile`` and screen_seeds 0).
 
 Prints one table (ratios = wall / ref) and the medians against the targets
-(ad hoc: median <= 10, none above 40; search: median <= 4, none above 15),
+(ad hoc: median <= 10, none above 40; search: median <= 4, none above 15; a search's
+thrown-away candidate is the screen, held to the search targets too),
 plus the peak resident memory per candidate (MB, from the result's timings:
 ``rss`` the largest candidate process of the worker, ``host`` the host
 process itself) and the number of worker passes (accelopt/sandbox/passes.py;
@@ -110,12 +119,18 @@ def _bytes(size):
     return int(float(size[:-1]) * units[size[-1]]) if size[-1:] in units else int(size)
 
 
-def search(build, kernel, reference, rel_tol, n, m, memory_limit=None):
+PUBLISHED_SEEDS = (0, 21, 42, 63, 84)
+
+
+def search(build, kernel, reference, rel_tol, n, m, memory_limit=None, request=None):
     """accelopt-bench-worker search's JSON line (see bench/worker_bench.cc); ``memory_limit``
-    ('16G') raises each worker's address-space cap, as the ad hoc retry does."""
+    ('16G') raises each worker's address-space cap, as the ad hoc retry does; ``request``
+    (dict) is merged into every profile request (ACCELOPT_BENCH_REQUEST: a screen's or a
+    confirm's seeds)."""
     cmd = [os.path.join(build, "bench", "accelopt-bench-worker"), "search", kernel, reference, str(n), str(m),
            str(rel_tol or 0)] + ([str(_bytes(memory_limit))] if memory_limit else [])
-    done = subprocess.run(cmd, capture_output=True, text=True)
+    env = dict(os.environ, ACCELOPT_BENCH_REQUEST=json.dumps(request)) if request else None
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env)
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     if done.returncode != 0 or not lines:
         return {"error": (done.stderr or done.stdout)[-2000:]}
@@ -135,16 +150,23 @@ def main():
     parser.add_argument("--throughput", type=int, default=2, help="calls per worker on the 2-worker pool (0: skip)")
     parser.add_argument("--no-adhoc", action="store_true")
     parser.add_argument("--no-search", action="store_true")
+    parser.add_argument("--no-screen", action="store_true", help="skip the screen and confirm columns")
+    parser.add_argument("--screen-seeds", type=int, default=1, help="published seeds in a screen (1-4)")
     parser.add_argument("--json", default="", help="also write every measurement to this file")
     parser.add_argument("--memory-limit", default="16G", help="ad hoc retry's worker memory after out_of_memory")
     parser.add_argument("--pass-bytes", default="", help="bytes of data per worker pass (ACCELOPT_PASS_BYTES, "
                                                           "e.g. 8G for one pass); default: the host's")
     args = parser.parse_args()
     problems = [p for p in args.problems.split(",") if p]
+    if not 1 <= args.screen_seeds < len(PUBLISHED_SEEDS):
+        parser.error(f"--screen-seeds must be in 1..{len(PUBLISHED_SEEDS) - 1}")
+    screen_request = {"seeds": list(PUBLISHED_SEEDS[:args.screen_seeds])}
+    confirm_request = {"seeds": list(PUBLISHED_SEEDS[args.screen_seeds:]), "timing": False}
     rows = []
     if args.pass_bytes:
         os.environ["ACCELOPT_PASS_BYTES"] = str(_bytes(args.pass_bytes))  # the host's passes (children inherit)
     print(f"{'problem':24s} {'ref s':>7s} {'adhoc s':>8s} {'ratio':>6s} {'search s':>8s} {'ratio':>6s} "
+          f"{'screen':>7s} {'ratio':>6s} {'confirm':>7s} {'ratio':>6s} "
           f"{'cand/h':>7s} {'rss MB':>7s} {'host MB':>7s} passes  where the ad hoc time went (s)", flush=True)
     for problem, kernel, reference, rel_tol in cases(args.nkibench, problems):
         row = {"problem": problem, "ref_s": reference_seconds(reference)}
@@ -164,6 +186,13 @@ def main():
             if "search_ms" in found:
                 row["search_s"] = statistics.median(found["search_ms"]) / 1e3
                 row["candidates_per_hour"] = found.get("candidates_per_hour")
+        if not args.no_screen:
+            for key, request in (("screen", screen_request), ("confirm", confirm_request)):
+                found = search(args.build, kernel, reference, rel_tol, args.search, 0,
+                               row.get("adhoc_memory_limit"), request)
+                row[key] = found
+                if "search_ms" in found:
+                    row[key + "_s"] = statistics.median(found["search_ms"]) / 1e3
         rows.append(row)
         ref = row["ref_s"]
         t = row.get("adhoc_timings") or {}
@@ -172,21 +201,35 @@ def main():
                          if isinstance(t.get(k), (int, float)))
         if row.get("adhoc_error"):
             where = f"ERROR {row['adhoc_error'].get('kind')}: {str(row['adhoc_error'].get('message'))[:80]}"
-        if isinstance(row.get("search"), dict) and row["search"].get("error"):
-            where += f" SEARCH ERROR {row['search']['error'][-120:]}"
+        for key in ("search", "screen", "confirm"):
+            if isinstance(row.get(key), dict) and row[key].get("error"):
+                where += f" {key.upper()} ERROR {row[key]['error'][-120:]}"
         rss, host = t.get("worker_peak_rss_mb"), t.get("host_peak_rss_mb")
         calls = t.get("worker_calls")
         mark = "*" if "adhoc_memory_limit" in row else " "
         print(f"{problem:23s}{mark} {_fmt(ref, 7, 2)} {_fmt(row.get('adhoc_s'), 8, 2)} "
               f"{_fmt(row['adhoc_s'] / ref if 'adhoc_s' in row else None, 6)} {_fmt(row.get('search_s'), 8, 2)} "
               f"{_fmt(row['search_s'] / ref if 'search_s' in row else None, 6)} "
+              f"{_fmt(row.get('screen_s'), 7, 2)} {_fmt(row['screen_s'] / ref if 'screen_s' in row else None, 6)} "
+              f"{_fmt(row.get('confirm_s'), 7, 2)} {_fmt(row['confirm_s'] / ref if 'confirm_s' in row else None, 6)} "
               f"{_fmt(row.get('candidates_per_hour'), 7, 0)} {_fmt(rss, 7, 0)} {_fmt(host, 7, 0)} "
               f"{calls if calls else '-':>6}  {where}", flush=True)
-    for key, label, median_target, worst_target in (("adhoc_s", "ad hoc", 10, 40), ("search_s", "search", 4, 15)):
+    for key, label, median_target, worst_target in (("adhoc_s", "ad hoc", 10, 40), ("search_s", "search, unscreened", 4, 15),
+                                                    ("screen_s", "search, thrown-away (screen)", 4, 15),
+                                                    ("confirm_s", "search, confirm (on top of the screen)", None, None)):
         ratios = [r[key] / r["ref_s"] for r in rows if key in r]
-        if ratios:
+        if ratios and median_target is None:
+            print(f"{label}: median ratio {statistics.median(ratios):.1f}, worst {max(ratios):.1f} "
+                  f"over {len(ratios)} problems")
+        elif ratios:
             print(f"{label}: median ratio {statistics.median(ratios):.1f} (target <= {median_target}), "
                   f"worst {max(ratios):.1f} (target <= {worst_target}) over {len(ratios)} problems")
+    screened = [r for r in rows if "screen_s" in r and "search_s" in r]
+    if screened:
+        print("screen / unscreened (same run): " + ", ".join(
+            f"{r['problem']} {r['screen_s'] / r['search_s']:.2f}" for r in screened) +
+            "; screen + confirm / unscreened: " + ", ".join(
+            f"{r['problem']} {(r['screen_s'] + r['confirm_s']) / r['search_s']:.2f}" for r in screened if "confirm_s" in r))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump(rows, handle, indent=1)

@@ -16,7 +16,7 @@
 //     outputs judged outside the timed region), "end to end" times whole
 //     isolated calls, including the trusted host work every candidate needs
 //     (a fresh hidden input set with its reference outputs, and judging).
-//   accelopt-bench-worker search KERNEL REFERENCE [N=2] [M=2] [REL_TOL] [MEMORY_BYTES]
+//   [ACCELOPT_BENCH_REQUEST='{"seeds": [0]}'] accelopt-bench-worker search KERNEL REFERENCE [N=2] [M=2] [REL_TOL] [MEMORY_BYTES]
 //     one problem inside a running search (bench/candidate_cost.py): after one
 //     untimed call (worker start-up, the published seeds' draws cached, the
 //     footprint of an input set learnt), N calls of KERNEL through a warm
@@ -279,6 +279,9 @@ int Search(const std::string& kernel, const std::string& reference, int n, int m
   fs::create_directories(dir / "scratch");
   json request = Request(kernel, reference);
   if (rel_tol > 0) request["rel_tol"] = rel_tol;
+  // ACCELOPT_BENCH_REQUEST: a JSON object merged into the request (bench/candidate_cost.py: a
+  // screen's {"seeds": [0]}, a confirm's {"seeds": [21, 42, 63, 84], "timing": false}).
+  if (const char* extra = std::getenv("ACCELOPT_BENCH_REQUEST"); extra && *extra) request.update(json::parse(extra));
   json out = json::object();
   {
     worker::WorkerPool pool(Pool(dir / "scratch", 1, memory_bytes));

@@ -37,6 +37,11 @@ json ErrorJson(const std::exception& error, const std::string& default_kind) {
   return {{"kind", default_kind}, {"message", error.what()}};
 }
 
+bool ValidatedForResult(const json& record) {
+  const json validation = record.is_object() ? record.value("validation", json()) : json();
+  return !validation.is_string() || validation != "screened";
+}
+
 std::optional<double> Number(const json& object, const std::string& key) {
   if (!object.is_object() || !object.contains(key) || !object[key].is_number()) return std::nullopt;
   return object[key].get<double>();

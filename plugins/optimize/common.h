@@ -41,6 +41,12 @@ void ParallelFor(size_t n, int threads, const std::function<void(size_t)>& fn);
 /// {"kind", "message"} of an exception (StageFailure keeps its kind).
 json ErrorJson(const std::exception& error, const std::string& default_kind = "stage_error");
 
+/// True when a scored record (or beam member) may stand as a result - a beam
+/// member, the best kernel, the report's winner: its `validation` is "full" or
+/// "confirmed", or absent (baselines, fixer re-profiles). A "screened" record
+/// (native:profile's screen_seeds, not confirmed) may not.
+bool ValidatedForResult(const json& record);
+
 /// A number, or nullopt for null/absent/non-numbers.
 std::optional<double> Number(const json& object, const std::string& key);
 

@@ -133,7 +133,8 @@ const std::string kSelectOutputs = R"JSON({
   "beam": {"type": "array", "doc": "the next beam (B kernels per problem)"},
   "best": {"type": "object", "doc": "case_name -> best kernel so far"},
   "improved": {"type": "any", "doc": "cases whose best improved this iteration"},
-  "dropped": {"type": "any", "doc": "candidates dropped as duplicates"}
+  "dropped": {"type": "any", "doc": "candidates dropped as duplicates or as screened only (not confirmed)"},
+  "confirm_below_ms": {"type": "object", "doc": "case_name -> latency (ms) a screened candidate must beat to enter the next beam: its slowest member's, for a full beam (absent: any candidate could enter); native:profile's confirm_below_ms"}
 })JSON";
 
 const std::string kSummarizeOutputs = R"JSON({

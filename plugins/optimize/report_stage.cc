@@ -125,7 +125,9 @@ json RunReport(StageContext& ctx) {
     row["status"] = better ? "improved" : "no_improvement";
     if (better) ++improved;
     row["winner"] = {{"id", winner.value("id", "")}, {"origin", winner.value("origin", "")},
-                     {"lineage", winner.value("lineage", json::array())}, {"history", winner.value("history", json::array())}};
+                     {"lineage", winner.value("lineage", json::array())}, {"history", winner.value("history", json::array())},
+                     {"validation", winner.value("validation", "full")},
+                     {"validated_seeds", winner.value("validated_seeds", json())}};
     std::string kernel = winner.value("kernel", baseline.value("kernel", ""));
     if (better && !kernel.empty()) {
       fs::path copy = out_dir / "best" / (SafeName(case_name) + ".py");

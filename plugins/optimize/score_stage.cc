@@ -18,6 +18,18 @@ void ApplyProfile(json& record, const json& result) {
   record["estimated"] = result.value("estimated", false);
   if (result.contains("peak")) record["peak"] = result["peak"];
   else record.erase("peak");
+  // How the kernel was checked (native:profile's screen-then-confirm; none = every seed).
+  record["validation"] = result.value("validation", "full");
+  record["validated_seeds"] = result.value("validated_seeds", json());
+  if (result.contains("confirm")) {
+    const json& confirm = result["confirm"];
+    record["confirm"] = {{"seeds", confirm.value("seeds", json())}, {"correct", confirm.value("correct", false)},
+                         {"wall_s", confirm.value("wall_s", json())}};
+  } else {
+    record.erase("confirm");
+  }
+  if (result.contains("screened_latency_ms")) record["screened_latency_ms"] = result["screened_latency_ms"];
+  else record.erase("screened_latency_ms");
   if (ok) {
     const double latency = result["latency_ms"].get<double>();
     record["status"] = "ok";

@@ -2,6 +2,9 @@
 // beam + this iteration's correct candidates + the best kernel so far; sorted
 // by latency (stable: older entries win ties); duplicates (same normalized
 // source) keep their fastest entry; the best so far always stays (elitism).
+// A candidate checked on the screen's seeds only (validation "screened") never
+// enters: the output confirm_below_ms tells native:profile which screened
+// candidates could, so that those are confirmed first (docs/search.md).
 #include <filesystem>
 #include <set>
 
@@ -49,17 +52,21 @@ json RunSelect(StageContext& ctx) {
   for (const auto& [case_name, candidate] : best.items()) add(candidate);
   for (const auto& member : beam) add(member);
   int offered = 0;
+  json dropped = json::array();
   for (const auto& record : records) {
-    if (record.value("status", "") == "ok") {
-      add(AsMember(record));
-      ++offered;
+    if (record.value("status", "") != "ok") continue;
+    if (!ValidatedForResult(record)) {
+      dropped.push_back({{"id", record.value("id", "")}, {"reason", "screened only (not confirmed)"}});
+      continue;
     }
+    add(AsMember(record));
+    ++offered;
   }
 
   json next = json::array();
   json new_best = best;
   json improved = json::array();
-  json dropped = json::array();
+  json confirm_below = json::object();
   for (const auto& case_name : order) {
     auto& pool = pools[case_name];
     std::stable_sort(pool.begin(), pool.end(), [](const json& a, const json& b) {
@@ -80,7 +87,7 @@ json RunSelect(StageContext& ctx) {
       seen_sources.insert(key);
       if (taken >= width) continue;
       next.push_back(candidate);
-      ++taken;
+      if (++taken == width) confirm_below[case_name] = candidate["latency_ms"];  // the full beam's slowest member
     }
     // Elitism: the pool's first (fastest) entry is the best so far.
     const json& fastest = pool.front();
@@ -100,7 +107,7 @@ json RunSelect(StageContext& ctx) {
   WriteJson(fs::path(ctx.StageDir()) / "beam.json", next);
   WriteJson(fs::path(ctx.StageDir()) / "best.json", new_best);
   ctx.Info("beam: " + std::to_string(next.size()) + " kernels from " + std::to_string(offered) + " new correct candidates");
-  return {{"beam", next}, {"best", new_best}, {"improved", improved}, {"dropped", dropped}};
+  return {{"beam", next}, {"best", new_best}, {"improved", improved}, {"dropped", dropped}, {"confirm_below_ms", confirm_below}};
 }
 
 }  // namespace accelopt_optimize

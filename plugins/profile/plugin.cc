@@ -15,7 +15,9 @@ constexpr const char* kProfileParams = R"JSON({
   "case": {"type": "object", "default": {}, "doc": "case metadata carried into the result (problem, values, ...)"},
   "isolation": {"type": "string", "default": "worker", "enum": ["worker", "inprocess"], "doc": "worker (sandboxed process, anti-cheat checks; docs/isolation.md) or inprocess (trusted kernels)"},
   "timeout_s": {"type": "number", "default": 300, "doc": "wall-clock limit per kernel in seconds (worker isolation)"},
-  "memory_bytes": {"type": "integer", "default": 0, "doc": "address-space limit per kernel in bytes (worker isolation; 0 = the pool's cap, 3/4 of physical memory)"}
+  "memory_bytes": {"type": "integer", "default": 0, "doc": "address-space limit per kernel in bytes (worker isolation; 0 = the pool's cap, 3/4 of physical memory)"},
+  "screen_seeds": {"type": "integer", "default": 0, "doc": "screen-then-confirm (docs/search.md): N >= 1 checks the first N seeds (plus the hidden set, which is timed) first, and the remaining seeds only when the screened latency is below confirm_below_ms; 0 (or N >= len(seeds)) = every seed in one call"},
+  "confirm_below_ms": {"type": "any", "doc": "with screen_seeds: confirm a candidate that passed the screen iff its latency (ms) is strictly below this; null = confirm every candidate that passes the screen"}
 })JSON";
 
 constexpr const char* kReportParams = R"JSON({
@@ -37,7 +39,11 @@ constexpr const char* kProfileOutputs = R"JSON({
   "error": {"type": "any", "doc": "null, or {kind, message, traceback}"},
   "peak": {"type": "object", "doc": "% of peak (percent_of_peak, ...) when the problem has a peak model"},
   "case": {"type": "object", "doc": "the `case` parameter, carried through"},
-  "wall_s": {"type": "number", "doc": "wall-clock time of the call in seconds"}
+  "wall_s": {"type": "number", "doc": "wall-clock time of the call in seconds"},
+  "validation": {"type": "string", "doc": "full (every seed in one call), screened (the first screen_seeds seeds only: never a result) or confirmed (screened, then the remaining seeds)"},
+  "validated_seeds": {"type": "array", "doc": "the published seeds the kernel passed (empty when it failed the check it went through)"},
+  "screen": {"type": "object", "doc": "with screen_seeds: {seeds, wall_s, timings} of the screening call"},
+  "confirm": {"type": "object", "doc": "when confirmed or refused: {seeds, below_ms, correct, wall_s, rel_errors, error, timings} of the confirming call"}
 })JSON";
 
 constexpr const char* kReportOutputs = R"JSON({
@@ -50,7 +56,7 @@ constexpr const char* kReportOutputs = R"JSON({
 })JSON";
 
 const AccelStageDescriptor kStages[] = {
-    ACCELOPT_STAGE_WITH_OUTPUTS("profile", "Profile one NKI kernel: 5-seed correctness vs the NumPy reference, latency and profiler metrics.",
+    ACCELOPT_STAGE_WITH_OUTPUTS("profile", "Profile one NKI kernel: 5-seed correctness vs the NumPy reference (or screen-then-confirm), latency and profiler metrics.",
                    kProfileParams, kProfileOutputs, accelopt_profile::RunProfile),
     ACCELOPT_STAGE_WITH_OUTPUTS("profile_report", "Write profile_results.csv (AccelOpt columns), profile_results.json and summary.txt.",
                    kReportParams, kReportOutputs, accelopt_profile::RunProfileReport),

@@ -1,11 +1,13 @@
 // native:profile - correctness on 5 seeds + latency + metrics of one NKI
 // kernel, through the Python harness accelopt.profile.profile_kernel
-// (backend: the NKI emulator, or neuronxcc on Trainium).
+// (backend: the NKI emulator, or neuronxcc on Trainium); with screen_seeds,
+// screen-then-confirm (screening.h).
 #include <chrono>
 #include <filesystem>
 
 #include "accelopt/plugin_sdk.hpp"
 #include "profile_stages.h"
+#include "screening.h"
 
 using nlohmann::json;
 using accelopt::sdk::StageContext;
@@ -30,20 +32,35 @@ json RunProfile(StageContext& ctx) {
     throw accelopt::sdk::StageFailure("config_error", "isolation must be 'worker' or 'inprocess', got '" + isolation + "'");
   json limits = {{"isolation", isolation}, {"timeout_s", ctx.Param<double>("timeout_s")}};
   if (const int64_t memory_bytes = ctx.Param<int64_t>("memory_bytes"); memory_bytes > 0) limits["memory_bytes"] = memory_bytes;
-  auto start = std::chrono::steady_clock::now();
-  json result;
-  try {
-    // Untrusted candidates run in a worker process (docs/isolation.md); the
-    // host falls back to in-process when no worker pool is installed.
-    result = ctx.IsolatedCall("accelopt.profile", "profile_kernel", request, limits);
-  } catch (const accelopt::sdk::StageFailure& failure) {
-    if (failure.kind == "config_error") throw;
-    // A worker failure that was not folded into a result: report it as the kernel's error.
-    result = {{"compiled", false}, {"correct", false}, {"latency_ms", nullptr}, {"estimated", false},
-              {"backend", request["backend"]}, {"target", request["target"]}, {"metrics", json::object()},
+  ScreenPlan plan;
+  plan.screen_seeds = static_cast<int>(ctx.Param<int64_t>("screen_seeds"));
+  if (plan.screen_seeds < 0)
+    throw accelopt::sdk::StageFailure("config_error", "screen_seeds must be >= 0, got " + std::to_string(plan.screen_seeds));
+  const json below = ctx.With().value("confirm_below_ms", json());
+  if (below.is_number()) {
+    plan.confirm_below_ms = below.get<double>();
+  } else if (!below.is_null()) {
+    throw accelopt::sdk::StageFailure("config_error", "confirm_below_ms must be a number of ms or null, got " + below.dump());
+  }
+  if (!request["seeds"].is_array() || request["seeds"].empty())
+    throw accelopt::sdk::StageFailure("config_error", "seeds must be a non-empty list, got " + request["seeds"].dump());
+  // One isolated profile call (screen, confirm or full); a worker failure that was
+  // not folded into a result is reported as the kernel's error.
+  auto call = [&](const json& call_request) -> json {
+    try {
+      // Untrusted candidates run in a worker process (docs/isolation.md); the
+      // host falls back to in-process when no worker pool is installed.
+      return ctx.IsolatedCall("accelopt.profile", "profile_kernel", call_request, limits);
+    } catch (const accelopt::sdk::StageFailure& failure) {
+      if (failure.kind == "config_error") throw;
+      return {{"compiled", false}, {"correct", false}, {"latency_ms", nullptr}, {"estimated", false},
+              {"backend", call_request["backend"]}, {"target", call_request["target"]}, {"metrics", json::object()},
               {"rel_errors", json::array()},
               {"error", {{"kind", failure.kind}, {"message", failure.what()}, {"traceback", ""}}}};
-  }
+    }
+  };
+  auto start = std::chrono::steady_clock::now();
+  json result = ScreenThenConfirm(request, plan, call);
   double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   // % of peak when the problem is one the peak model knows (NKIBench).
@@ -65,7 +82,8 @@ json RunProfile(StageContext& ctx) {
   std::string label = item.value("case_name", std::filesystem::path(kernel).stem().string());
   if (result.value("correct", false)) {
     double latency = result.value("latency_ms", 0.0);
-    ctx.Info(label + ": correct, " + std::to_string(latency) + " ms" + (result.value("estimated", false) ? " (estimated)" : ""));
+    ctx.Info(label + ": correct, " + std::to_string(latency) + " ms" + (result.value("estimated", false) ? " (estimated)" : "") +
+             (result["validation"] == "full" ? "" : ", " + result["validation"].get<std::string>()));
   } else {
     json error = result.value("error", json::object());
     ctx.Warn(label + ": " + (error.is_object() ? error.value("kind", "failed") + ": " + error.value("message", "") : "failed"));

@@ -70,13 +70,23 @@ json RunAgentStep(StageContext& ctx) {
       const double best_before = c["best_latency_ms"].get<double>();
       const json error = record.value("error", json::object());
       const std::string kind = error.is_object() ? error.value("kind", "") : "";
-      const Outcome outcome = Judge(ok, latency, best_before, threshold, kind);
+      Outcome outcome = Judge(ok, latency, best_before, threshold, kind);
+      if (outcome.new_best && !ValidatedForResult(record)) {
+        // Checked on the screen's seeds only: it may be the next starting point, never the best
+        // (native:profile's confirm_below_ms is the best's latency, so this does not happen there).
+        outcome.new_best = false;
+        outcome.status = "no_improvement";
+        outcome.category = "no_improvement";
+        outcome.lesson = "faster but not confirmed on every seed; not taken as the best";
+        ctx.Warn(case_name + ": " + record.value("id", "") + " was only screened (not confirmed): not taken as the best");
+      }
       const std::string plan = c["picked"].value("summary", "");
       json experiment = {{"round", round},
                          {"case_name", case_name},
                          {"status", outcome.status},
                          {"candidate", record.value("id", "")},
                          {"latency_ms", ok ? json(latency) : json()},
+                         {"validation", record.value("validation", "full")},
                          {"best_latency_ms_before", best_before},
                          {"speedup_vs_best", ok ? json(best_before / latency) : json()},
                          {"score", ok ? json(c["best"].value("baseline_latency_ms", best_before) / latency) : json()},

@@ -3,6 +3,10 @@
 // fail_value), the value and a visit are backed up along the path that
 // selected it, the incumbent (best correct kernel) and the tactic statistics
 // are updated, and the search's files are rewritten after every evaluation.
+// Only a kernel checked on every seed (validation full or confirmed) becomes
+// the incumbent: a screened one is a search state like any other, never a
+// result (native:profile's confirm_below_ms is the incumbent's latency, so a
+// screened kernel is one that could not have become the incumbent).
 // New correct nodes form the next frontier (they need moves).
 #include <cmath>
 #include <map>
@@ -54,6 +58,7 @@ json RunMcgsBackprop(StageContext& ctx) {
       node["latency_ms"] = ok ? json(latency) : json();
       node["speedup_vs_baseline"] = ok ? json(baseline / latency) : json();
       node["bottleneck"] = ok ? Bottleneck(record.value("metrics", json::object())) : "failed";
+      node["validation"] = record.value("validation", "full");
       if (!ok) {
         node["error"] = {{"kind", record.value("error", json::object()).value("kind", "error")},
                          {"message", record.value("error", json::object()).value("message", "").substr(0, 500)}};
@@ -68,7 +73,8 @@ json RunMcgsBackprop(StageContext& ctx) {
       RecordTactic(graph["tactics"], move.value("rule", "llm"), parent.value("bottleneck", "unknown"),
                    cg["case"].value("problem", ""), ok, ok && latency > 0 ? parent_latency / latency : 0.0);
       json event = {{"type", "evaluate"}, {"case", case_name}, {"node", id}, {"candidate", record.value("id", node.value("candidate", ""))},
-                    {"status", ok ? "ok" : "failed"}, {"value", value}, {"evaluations", cg["evaluations"]}, {"path", path}};
+                    {"status", ok ? "ok" : "failed"}, {"value", value}, {"evaluations", cg["evaluations"]}, {"path", path},
+                    {"validation", node["validation"]}};
       if (ok) {
         event["latency_ms"] = latency;
         event["speedup_vs_baseline"] = baseline / latency;
@@ -81,7 +87,10 @@ json RunMcgsBackprop(StageContext& ctx) {
       }
       AddEvent(graph, event);
       const std::string incumbent = cg.value("incumbent", "n0");
-      if (ok && latency < cg["nodes"][incumbent].value("latency_ms", 1e300)) {
+      if (ok && latency < cg["nodes"][incumbent].value("latency_ms", 1e300) && !ValidatedForResult(record)) {
+        ctx.Warn(case_name + ": " + id + " is faster than the incumbent but was only screened (not confirmed); "
+                 "it does not become the incumbent (is confirm_below_ms the incumbent's latency?)");
+      } else if (ok && latency < cg["nodes"][incumbent].value("latency_ms", 1e300)) {
         cg["incumbent"] = id;
         json member = AsMember(record);
         member["search_node"] = id;

@@ -14,6 +14,11 @@ json ListOf(const json& value, const std::string& key) {
   return json::array();
 }
 
+bool ValidatedForResult(const json& record) {
+  const json validation = record.is_object() ? record.value("validation", json()) : json();
+  return !validation.is_string() || validation != "screened";
+}
+
 std::optional<double> NumberField(const json& object, const std::string& key) {
   if (!object.is_object() || !object.contains(key) || !object[key].is_number()) return std::nullopt;
   return object[key].get<double>();

@@ -24,6 +24,11 @@ using accelopt::sdk::StageFailure;
 
 /// A list parameter given as a list, null, or the producing stage's outputs holding it under `key`.
 json ListOf(const json& value, const std::string& key);
+/// True when a scored record may become an incumbent or a best kernel: its
+/// `validation` is "full" or "confirmed", or absent; not "screened" (checked on
+/// native:profile's screen seeds only; docs/search.md, "Screen, then confirm").
+/// The optimize plugin's ValidatedForResult (plugins/optimize/common.h) is the same rule.
+bool ValidatedForResult(const json& record);
 /// A number field, or nullopt.
 std::optional<double> NumberField(const json& object, const std::string& key);
 

@@ -217,6 +217,9 @@ TEST_CASE("without an LLM the same pipeline runs rule-based and improves a kerne
   CHECK(row["speedup"].get<double>() > 1.01);
   CHECK(row["llm"]["requests"] == 0);
   CHECK(row["winner"]["history"][0].contains("rule"));
+  // Screen-then-confirm (vars.screen_seeds: 1): the best was confirmed on every seed.
+  CHECK(row["winner"]["validation"] == "confirmed");
+  CHECK(row["winner"]["validated_seeds"] == json::array({0, 21, 42, 63, 84}));
   json memory = ReadJson(run_dir / "memory.json");
   CHECK_FALSE(memory["items"].empty());
   CHECK(memory["items"][0]["source"] == "rules");

@@ -70,6 +70,33 @@ TEST_CASE("select keeps the best kernel so far (elitism) and never the same kern
   REQUIRE(out2["improved"].size() == 1);
 }
 
+TEST_CASE("select: a screened (unconfirmed) record never enters the beam or becomes the best; confirm_below_ms is the full beam's slowest",
+          "[optimize][screen]") {
+  TempDir dir;
+  auto base = dir.Write("base.py", "x = 1\n");
+  json beam = json::array({Candidate("base", base.string(), 1.0)});
+  json screened = Record("fast-screened", dir.Write("s.py", "x = 2\n").string(), base.string(), 1.0, 0.2, "b0p0");
+  screened["validation"] = "screened";
+  json confirmed = Record("confirmed", dir.Write("c.py", "x = 3\n").string(), base.string(), 1.0, 0.5, "b0p1");
+  confirmed["validation"] = "confirmed";
+  json full = Record("full", dir.Write("f.py", "x = 4\n").string(), base.string(), 1.0, 0.8, "b0p2");
+  full["validation"] = "full";
+  json out = RunStage("select", {{"beam", beam}, {"records", json::array({screened, confirmed, full})}, {"beam_width", 2}},
+                      dir.path());
+  std::vector<std::string> ids;
+  for (const auto& m : out["beam"]) ids.push_back(m["id"]);
+  CHECK(ids == std::vector<std::string>{"confirmed", "full"});
+  CHECK(out["best"]["silu_M256_N1024"]["id"] == "confirmed");
+  bool dropped = false;
+  for (const auto& d : out["dropped"]) dropped = dropped || (d["id"] == "fast-screened" && d["reason"] == "screened only (not confirmed)");
+  CHECK(dropped);
+  // The beam is full (2): a screened candidate must beat its slowest member to be worth confirming.
+  CHECK(out["confirm_below_ms"]["silu_M256_N1024"] == 0.8);
+  // A beam that is not full has no threshold: every screened pass is confirmed.
+  json wide = RunStage("select", {{"beam", beam}, {"records", json::array({confirmed})}, {"beam_width", 6}}, dir.path());
+  CHECK_FALSE(wide["confirm_below_ms"].contains("silu_M256_N1024"));
+}
+
 TEST_CASE("rewrite selection keeps the best sample of a faster plan and the worst of a slower one within thresholds and TopK/2", "[optimize]") {
   TempDir dir;
   auto parent = dir.Write("parent.py", "a = 1\nb = 2\nc = 3\n");

@@ -81,6 +81,15 @@ TEST_CASE("agent loop without an LLM: round by round, experiments and lessons pe
   REQUIRE(report["rows"].size() == 1);
   CHECK(report["rows"][0]["status"] == "improved");
   CHECK(report["rows"][0]["speedup"].get<double>() > 1.1);
+  // Screen-then-confirm (vars.screen_seeds: 1): the best was confirmed on every seed; a candidate
+  // that did not beat the best was screened only, in one profile call.
+  CHECK(report["rows"][0]["winner"]["validation"] == "confirmed");
+  for (const auto& record : Lines(run_dir / "optimize" / "records.jsonl")) {
+    INFO(record.dump());
+    REQUIRE(record.contains("validation"));
+    if (record["validation"] == "screened" && record["status"] == "ok") CHECK_FALSE(record.contains("confirm"));
+    if (record["validation"] == "confirmed") CHECK(record["validated_seeds"] == json::array({0, 21, 42, 63, 84}));
+  }
   CHECK(std::filesystem::exists(run_dir / "best" / "silu_M256_N1024.py"));
   CHECK(std::filesystem::exists(run_dir / "memory.json"));
 

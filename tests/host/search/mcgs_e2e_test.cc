@@ -142,10 +142,20 @@ TEST_CASE("MCGS without an LLM: a budgeted graph search improves the small kerne
       CHECK(std::filesystem::exists(run_dir / "best" / (row["case_name"].get<std::string>() + ".py")));
       const json inc = graph["cases"][row["case_name"].get<std::string>()];
       CHECK(row["winner"]["id"] == inc["nodes"][inc["incumbent"].get<std::string>()]["candidate"]);
+      // Screen-then-confirm (vars.screen_seeds: 1): the incumbent was confirmed on every seed.
+      CHECK(row["winner"]["validation"] == "confirmed");
+      CHECK(inc["nodes"][inc["incumbent"].get<std::string>()]["validation"] == "confirmed");
     }
   }
   CHECK(improved);
-  CHECK(Lines(run_dir / "optimize" / "records.jsonl").size() == static_cast<size_t>(evaluations));
+  const auto records = Lines(run_dir / "optimize" / "records.jsonl");
+  CHECK(records.size() == static_cast<size_t>(evaluations));
+  for (const auto& record : records) {
+    INFO(record.dump());
+    REQUIRE(record.contains("validation"));
+    // A correct candidate slower than the incumbent is screened only: one profile call, no confirm.
+    if (record["validation"] == "screened" && record["status"] == "ok") CHECK_FALSE(record.contains("confirm"));
+  }
   CHECK(std::filesystem::exists(run_dir / "memory.json"));
 
   // Tactic statistics carry over: a second search starts from the first one's counts, and they weight its priors.

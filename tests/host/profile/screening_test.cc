@@ -1,0 +1,149 @@
+// native:profile's screen-then-confirm (plugins/profile/screening.h) on the
+// clip fixture (tests/fixtures/screen_confirm): a kernel that drops the clip is
+// right on seed 0 and on any hidden set, wrong on seed 21. Every profile call
+// goes through the split harness with its hidden set
+// (accelopt.sandbox.trusted.run_unisolated), counted by a stand-in for the
+// worker pool's isolated_call service.
+#include <catch2/catch.hpp>
+
+#include <mutex>
+
+#include "host/optimize/optimize_fixture.h"
+#include "plugin/host_services.h"
+#include "python/interpreter.h"
+
+using namespace accelopt::testing;
+using namespace accelopt::testing::optimize;
+using nlohmann::json;
+
+namespace {
+
+// Installs a counting isolated_call for the scope of the object.
+class CountingCalls {
+ public:
+  CountingCalls() {
+    accelopt::GlobalHostServices().isolated_call = [this](const std::string& module, const std::string& function,
+                                                          const json& arg, const json&) {
+      REQUIRE(module == "accelopt.profile");
+      REQUIRE(function == "profile_kernel");
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        requests_.push_back(arg);
+      }
+      return accelopt::python::CallJson("accelopt.sandbox.trusted", "run_unisolated", arg);
+    };
+  }
+  ~CountingCalls() { accelopt::GlobalHostServices().isolated_call = nullptr; }
+  std::vector<json> Requests() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return requests_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<json> requests_;
+};
+
+std::string Fixture(const std::string& name) { return SourcePath("tests/fixtures/screen_confirm/" + name).string(); }
+
+json With(const std::string& kernel, int screen_seeds, const json& confirm_below_ms) {
+  json with = {{"kernel", Fixture("kernels/" + kernel)}, {"reference", Fixture("reference/clip_M256_N512_numpy.py")},
+               {"backend", "emulator"}, {"screen_seeds", screen_seeds}, {"case", {{"case_name", "clip_small"}}}};
+  if (!confirm_below_ms.is_null()) with["confirm_below_ms"] = confirm_below_ms;
+  return with;
+}
+
+const json kAllSeeds = {0, 21, 42, 63, 84};
+
+}  // namespace
+
+TEST_CASE("screen then confirm: a kernel right on the screen's seed and a hidden set but wrong on seed 21 fails its confirmation",
+          "[profile][screen]") {
+  TempDir dir;
+  CountingCalls calls;
+  // Its screened latency beats the threshold (the baseline's, 0.036 ms), so it is confirmed - and refused.
+  json out = RunStage("profile", With("clip_noclip.py", 1, 1.0), dir.path());
+  INFO(out.dump(2));
+  const auto requests = calls.Requests();
+  REQUIRE(requests.size() == 2);
+  CHECK(requests[0]["seeds"] == json::array({0}));
+  CHECK(requests[0].value("timing", true));
+  CHECK(requests[1]["seeds"] == json::array({21, 42, 63, 84}));
+  CHECK(requests[1]["timing"] == false);  // the latency is the screen's, from its hidden run
+  CHECK(out["ok"] == false);
+  CHECK(out["correct"] == false);
+  CHECK(out["latency_ms"].is_null());
+  CHECK(out["screened_latency_ms"].get<double>() > 0);
+  CHECK(out["validation"] == "screened");
+  CHECK(out["validated_seeds"] == json::array({0}));  // it passed the screen, nothing more
+  CHECK(out["error"]["kind"] == "wrong_result");
+  CHECK_THAT(out["error"]["message"].get<std::string>(), Catch::Contains("confirmation on seeds [21, 42, 63, 84] failed"));
+  CHECK(out["confirm"]["correct"] == false);
+  CHECK(out["screen"]["seeds"] == json::array({0}));
+  // The screen's error (seed 0) and the confirm's (seed 21, where it stopped).
+  REQUIRE(out["rel_errors"].size() == 2);
+  CHECK(out["rel_errors"][1].get<double>() > 1.0);
+}
+
+TEST_CASE("screen then confirm: a screened candidate that does not beat the threshold is not confirmed (one call)",
+          "[profile][screen]") {
+  TempDir dir;
+  CountingCalls calls;
+  json out = RunStage("profile", With("clip_noclip.py", 1, 0.001), dir.path());
+  INFO(out.dump(2));
+  REQUIRE(calls.Requests().size() == 1);
+  CHECK(calls.Requests()[0]["seeds"] == json::array({0}));
+  CHECK(out["ok"] == true);
+  CHECK(out["latency_ms"].get<double>() > 0.001);
+  CHECK(out["validation"] == "screened");
+  CHECK(out["validated_seeds"] == json::array({0}));
+  CHECK_FALSE(out.contains("confirm"));
+}
+
+TEST_CASE("screen then confirm: a correct kernel below the threshold (or with none) is confirmed on every seed",
+          "[profile][screen]") {
+  TempDir dir;
+  CountingCalls calls;
+  json out = RunStage("profile", With("clip_0.py", 1, nullptr), dir.path());
+  INFO(out.dump(2));
+  REQUIRE(calls.Requests().size() == 2);
+  CHECK(out["ok"] == true);
+  CHECK(out["validation"] == "confirmed");
+  CHECK(out["validated_seeds"] == kAllSeeds);
+  CHECK(out["rel_errors"].size() == 5);
+  CHECK(out["confirm"]["correct"] == true);
+  CHECK(out["confirm"]["below_ms"].is_null());
+  CHECK(out["latency_ms"].get<double>() > 0);
+
+  // Two screen seeds: the confirm has the other three.
+  json two = RunStage("profile", With("clip_0.py", 2, 1.0), dir.path());
+  REQUIRE(calls.Requests().size() == 4);
+  CHECK(calls.Requests()[2]["seeds"] == json::array({0, 21}));
+  CHECK(calls.Requests()[3]["seeds"] == json::array({42, 63, 84}));
+  CHECK(two["validation"] == "confirmed");
+  CHECK(two["confirm"]["below_ms"] == 1.0);
+}
+
+TEST_CASE("screen_seeds 0 (the default) or at least the number of seeds profiles every seed in one call", "[profile][screen]") {
+  TempDir dir;
+  CountingCalls calls;
+  json out = RunStage("profile", With("clip_noclip.py", 0, 1.0), dir.path());
+  REQUIRE(calls.Requests().size() == 1);
+  CHECK(calls.Requests()[0]["seeds"] == kAllSeeds);
+  CHECK(out["validation"] == "full");
+  CHECK(out["validated_seeds"] == json::array());  // it failed (seed 21)
+  CHECK(out["error"]["kind"] == "wrong_result");
+  json all = RunStage("profile", With("clip_0.py", 5, nullptr), dir.path());
+  REQUIRE(calls.Requests().size() == 2);
+  CHECK(all["validation"] == "full");
+  CHECK(all["validated_seeds"] == kAllSeeds);
+}
+
+TEST_CASE("screen then confirm: bad screen_seeds or confirm_below_ms are configuration errors", "[profile][screen]") {
+  TempDir dir;
+  CountingCalls calls;
+  CHECK_THROWS_WITH(RunStage("profile", With("clip_0.py", -1, nullptr), dir.path()), Catch::Contains("screen_seeds must be >= 0"));
+  CHECK_THROWS_WITH(RunStage("profile", With("clip_0.py", 1, "fast"), dir.path()),
+                    Catch::Contains("confirm_below_ms must be a number"));
+  CHECK(calls.Requests().empty());
+}
