@@ -8,10 +8,11 @@ set's results are exactly those of its own run (docs/nki-emulator.md,
 single run's, so the sets are grouped to fit the process's memory:
 
 * when the sets' inputs are small enough that even INPUT_FACTOR times their
-  bytes fits, one traced call runs every set;
+  bytes fits (under the cap and within BATCH_GROWTH_BYTES), one traced call
+  runs every set;
 * otherwise the timed set runs alone first (traced), its footprint is
   measured (peak resident memory, ``ru_maxrss``), and the other sets run in
-  groups of as many as fit.
+  groups of as many as fit both the cap and BATCH_GROWTH_BYTES.
 
 Nothing a candidate reports steers the plan of another candidate: the
 footprint is measured in the candidate's own process, for its own batch
@@ -40,6 +41,12 @@ MIN_MEMBER_BYTES = 1 << 20
 # the largest of our full-size baselines is about 33 (gqa_full: 3.3 GB for 100 MB of
 # inputs and outputs, docs/benchmarks/emulator-speed.txt), doubled.
 INPUT_FACTOR = 64
+# Most bytes one batched call may add to the process's resident memory (all its sets
+# together; one set that needs more runs alone): about what one pass's data may hold
+# (accelopt.sandbox.passes.DEFAULT_PASS_BYTES), so that a kernel with large
+# intermediates runs one or a few sets per call instead of filling the cap (issue 14:
+# the worker's peak stays near one set's, docs/benchmarks/candidate-memory.txt).
+BATCH_GROWTH_BYTES = 512 << 20
 
 
 class Fallback(Exception):
@@ -101,9 +108,12 @@ def memory_cap_bytes():
     return int(cap * HEADROOM)
 
 
-def _groups_after_probe(rest, member_bytes, cap, limit):
-    """Consecutive groups of ``rest`` (at most ``limit`` each) that fit what is left under ``cap``."""
-    room = cap - _max_rss_bytes()
+def _groups_after_probe(rest, member_bytes, cap, limit, growth=BATCH_GROWTH_BYTES, peak=None):
+    """Consecutive groups of ``rest`` (positions; at most ``limit`` each, at least one)
+    whose measured footprint (``member_bytes`` per set, times SAFETY) fits both what is
+    left under ``cap`` above ``peak`` (default: this process's peak so far) and
+    ``growth`` bytes (all in bytes)."""
+    room = min(cap - (_max_rss_bytes() if peak is None else peak), growth)
     size = max(1, min(limit, int(room // (member_bytes * SAFETY))))
     return [rest[i:i + size] for i in range(0, len(rest), size)]
 
@@ -134,7 +144,7 @@ def _input_bytes(values):
     return total
 
 
-def run(emu, kernel, input_sets, timed, target, cap_bytes=None, max_batch=None):
+def run(emu, kernel, input_sets, timed, target, cap_bytes=None, max_batch=None, growth_bytes=BATCH_GROWTH_BYTES):
     """Runs ``kernel`` on every set of ``input_sets`` in batched emulator calls.
 
     ``emu``: the ``nki_emu`` module; ``input_sets``: list of one or more argument lists
@@ -142,7 +152,8 @@ def run(emu, kernel, input_sets, timed, target, cap_bytes=None, max_batch=None):
     traced call, never a second run for the timing); ``timed``: index of
     the set whose run is traced by the cost model (-1: none); ``cap_bytes``:
     resident-memory cap (default :func:`memory_cap_bytes`); ``max_batch``: most sets
-    per call (default: no limit). Returns BatchedRuns. Raises UniformFailure
+    per call (default: no limit); ``growth_bytes``: most resident bytes one call may add
+    (BATCH_GROWTH_BYTES). Returns BatchedRuns. Raises UniformFailure
     (the first call failed the same way for every set), Fallback (run the sets one by
     one instead) or BaseException subclasses (a host timeout).
     """
@@ -153,7 +164,7 @@ def run(emu, kernel, input_sets, timed, target, cap_bytes=None, max_batch=None):
     out = BatchedRuns(count, cap)
     order = list(range(count))
     limit = max(1, max_batch or count)
-    small = _max_rss_bytes() + _input_bytes(input_sets) * INPUT_FACTOR <= cap
+    small = _input_bytes(input_sets) * INPUT_FACTOR <= min(cap - _max_rss_bytes(), growth_bytes)
     if small and limit >= count:
         plan, probe = [order], False
     else:
@@ -178,5 +189,5 @@ def run(emu, kernel, input_sets, timed, target, cap_bytes=None, max_batch=None):
             probe = False
             out.member_bytes = max(MIN_MEMBER_BYTES, (_max_rss_bytes() - before) // len(sets))
             rest = [i for i in order if i not in done]
-            plan = _groups_after_probe(rest, out.member_bytes, cap, limit) if rest else []
+            plan = _groups_after_probe(rest, out.member_bytes, cap, limit, growth_bytes) if rest else []
     return out

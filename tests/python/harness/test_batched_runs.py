@@ -108,3 +108,34 @@ def test_one_set_is_one_traced_call_on_the_caller_s_arrays():
     assert done.profile == nki_emu.run(_double, sets[0]).profile
     _check_outputs(done, sets, _double)
     assert done.arguments[0][0] is sets[0][0]  # held as is: no copy of the inputs
+
+
+def test_a_kernel_with_large_intermediates_runs_in_small_groups():
+    mib = 1 << 20
+    rest = [0, 1, 2, 4, 5]
+    # a set that grows the process by 300 MiB (mamba before its dead tiles were freed: ~540)
+    # runs alone although the cap (2.8 GB of a 4 GiB worker) would hold several
+    assert batched_runs._groups_after_probe(rest, 300 * mib, 2800 * mib, 6, peak=400 * mib) == \
+        [[0], [1], [2], [4], [5]]
+    # 47 MiB per set (mamba now): the five share one call
+    assert batched_runs._groups_after_probe(rest, 47 * mib, 2800 * mib, 6, peak=400 * mib) == [rest]
+    # 150 MiB per set: two per call (2 x 150 x SAFETY <= 512 MiB < 3 x 150 x SAFETY)
+    assert batched_runs._groups_after_probe(rest, 150 * mib, 2800 * mib, 6, peak=400 * mib) == \
+        [[0, 1], [2, 4], [5]]
+    # the cap still bounds it, and a set never waits for room
+    assert batched_runs._groups_after_probe(rest, 47 * mib, 500 * mib, 6, peak=400 * mib) == \
+        [[0], [1], [2], [4], [5]]
+    assert batched_runs._groups_after_probe(rest, 47 * mib, 2800 * mib, 2, growth=1 << 40, peak=0) == \
+        [[0, 1], [2, 4], [5]]
+
+
+def test_small_inputs_skip_the_probe_only_within_the_growth_budget():
+    sets = _sets()
+    inputs = sum(x.nbytes for (x,) in sets)
+    tight = batched_runs.run(nki_emu, _double, sets, 0, "trn1", cap_bytes=1 << 40,
+                             growth_bytes=inputs * batched_runs.INPUT_FACTOR - 1)
+    assert tight.passes[0]["sets"] == [0] and tight.member_bytes is not None  # probed
+    _check_outputs(tight, sets, _double)
+    roomy = batched_runs.run(nki_emu, _double, sets, 0, "trn1", cap_bytes=1 << 40,
+                             growth_bytes=inputs * batched_runs.INPUT_FACTOR)
+    assert [p["sets"] for p in roomy.passes] == [[0, 1, 2, 3]] and roomy.member_bytes is None
