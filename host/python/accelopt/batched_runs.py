@@ -42,10 +42,10 @@ MIN_MEMBER_BYTES = 1 << 20
 # inputs and outputs, docs/benchmarks/emulator-speed.txt), doubled.
 INPUT_FACTOR = 64
 # Most bytes one batched call may add to the process's resident memory (all its sets
-# together; one set that needs more runs alone): about what one pass's data may hold
-# (accelopt.sandbox.passes.DEFAULT_PASS_BYTES), so that a kernel with large
+# together; one set that needs more runs alone), so that a kernel with large
 # intermediates runs one or a few sets per call instead of filling the cap (issue 14:
-# the worker's peak stays near one set's, docs/benchmarks/candidate-memory.txt).
+# the worker's peak stays near one set's, docs/benchmarks/candidate-memory.txt; mamba,
+# 47 MB a set, still runs five sets in one call).
 BATCH_GROWTH_BYTES = 512 << 20
 
 

@@ -18,10 +18,12 @@ import os
 import numpy as np
 
 # Default bytes of input and output data one pass may hold (all its sets together).
-# 512 MiB keeps every full-size NKIBench problem whose set holds more than a quarter of
-# that (bmm, bmm_softmax, matmul, lora, adamw, rope, silu, transpose_matmul) at one or two
-# sets per pass, near the per-set peaks of docs/benchmarks/emulator-speed.txt.
-DEFAULT_PASS_BYTES = 512 << 20
+# 256 MiB runs every full-size NKIBench problem whose set holds more than 128 MiB (bmm,
+# bmm_softmax, matmul, lora, adamw, rope, silu, transpose_matmul) one set per pass, near
+# the per-set peaks of docs/benchmarks/emulator-speed.txt (issue 14: silu, 235 MB a set,
+# 720 MB worker peak at 512 MiB with two sets per pass, 383 MB at 256 MiB, wall 14.7 vs
+# 15.3 s; docs/benchmarks/candidate-memory.txt).
+DEFAULT_PASS_BYTES = 256 << 20
 # Environment override of the default (bytes), for experiments and the C++ tests.
 PASS_BYTES_ENV = "ACCELOPT_PASS_BYTES"
 # Output fingerprints hash at most this many bytes of each output (a strided sample
