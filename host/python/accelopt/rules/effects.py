@@ -49,6 +49,14 @@ EFFECTS = {
                    "in-order stream (nki-facts §3.2, §3.3)",
     "evict_engine": "overlap: PSUM evictions leave the in-order stream of the engine that runs the next tile's "
                     "elementwise chain (nki-facts §3.2)",
+    "merge_loads": "DMA count: one trigger, completion semaphore and start latency instead of one per small "
+                   "(latency-bound) block load (nki-facts §3.1, §3.4)",
+    "merge_stores": "DMA count and spread: one store over both partition ranges, one trigger and semaphore, "
+                    "ceil(P/8) DMA engines for the whole tile (nki-facts §3.1, §3.4)",
+    "hoist_nest": "DMA count, TensorE and PSUM-copy time: work that does not depend on the outer loop runs once "
+                  "instead of once per iteration (nki-facts §3.3, §3.4)",
+    "split_block": "SBUF working set: the panel reused across the other dimension fits (no re-issued loads) or fits "
+                   "twice (the next panel loads under this one's matmuls) (nki-facts §3.1, §3.4, §3.6, §5.2)",
 }
 
 GAINS = {
@@ -56,6 +64,7 @@ GAINS = {
     "interchange": 0.5, "widen_loop": 0.15, "fuse_reciprocal": 0.3, "fuse_sigmoid": 0.5, "fuse_silu": 0.8,
     "reciprocal_to_scalar": 0.25, "square_to_activation": 0.2, "merge_tensor_scalar": 0.15,
     "scale_to_activation": 0.15, "hoist_transpose": 0.3, "evict_engine": 0.2, "tile_free": 0.4, "defer_row_scale": 0.2, "reduce_to_activation": 0.2, "affine_loop": 0.3, "merge_chunks": 0.1, "copy_engine": 0.1,
+    "merge_loads": 0.08, "merge_stores": 0.05, "hoist_nest": 0.2, "split_block": 0.3,
 }
 
 
