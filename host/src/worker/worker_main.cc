@@ -440,7 +440,14 @@ bool StartCandidate(const WorkerMainOptions& options, python::Packed& message, S
     bool sent = WriteFrame(spare->request_fd, message.value, message.blobs);
     close(spare->request_fd);
     spare->request_fd = -1;
-    if (sent) return true;
+    if (sent) {
+      // The candidate holds its own copy now. Free the request's buffers before ServeOne
+      // forks the next spare: that spare (the next pass's candidate) would inherit them as
+      // resident pages, its own once this worker frees them (issue 14: rope's worker peak
+      // held the previous pass's 256 MB of inputs; docs/benchmarks/candidate-memory.txt).
+      message.blobs = {};
+      return true;
+    }
     close(spare->reply_fd);
     spare->reply_fd = -1;
     Retire(spare);  // it died before its request: replace it
