@@ -64,9 +64,9 @@ void Progress::StageFinished(const std::string& stage_id, const std::string& sta
   spdlog::info("stage {} {} in {:.2f}s", stage_id, status, seconds);
 }
 
-void Progress::SearchStarted(const std::string& loop_id, int64_t max_iterations) {
+void Progress::SearchStarted(const std::string& loop_id, int64_t max_iterations, std::optional<int64_t> budget) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (search_depth_++ == 0) search_.Start(loop_id, max_iterations, std::chrono::steady_clock::now());
+  if (search_depth_++ == 0) search_.Start(loop_id, max_iterations, std::chrono::steady_clock::now(), budget);
 }
 
 void Progress::SearchIteration(int64_t iteration) {

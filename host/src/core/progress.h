@@ -29,8 +29,10 @@ class Progress {
   /// Clears the live line before other output; safe to call any time.
   void Clear();
 
-  /// A loop group `loop_id` starts (a nested loop counts toward the outer one).
-  void SearchStarted(const std::string& loop_id, int64_t max_iterations);
+  /// A loop group `loop_id` starts (a nested loop counts toward the outer one); `budget`:
+  /// the loop's declared cap on candidates (its `budget:` key), if any.
+  void SearchStarted(const std::string& loop_id, int64_t max_iterations,
+                     std::optional<int64_t> budget = std::nullopt);
   /// Its iteration `iteration` (0-based) starts / finished.
   void SearchIteration(int64_t iteration);
   void SearchIterationFinished();

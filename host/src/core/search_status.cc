@@ -41,9 +41,11 @@ std::pair<std::optional<double>, std::optional<double>> BestSpeedups(const nlohm
   return {best, std::exp(log_sum / count)};
 }
 
-void SearchStatus::Start(const std::string& id, int64_t max_iterations, Clock::time_point now) {
+void SearchStatus::Start(const std::string& id, int64_t max_iterations, Clock::time_point now,
+                         std::optional<int64_t> cap) {
   *this = SearchStatus();
   id_ = id;
+  cap_ = cap;
   max_iterations_ = max_iterations;
   started_ = now;
 }
@@ -68,12 +70,14 @@ void SearchStatus::EndIteration() { last_iteration_items_ = evaluated_ - done_be
 
 std::optional<int64_t> SearchStatus::Budget() const {
   const int64_t per_iteration = planned_this_iteration_ > 0 ? planned_this_iteration_ : last_iteration_items_;
-  if (per_iteration <= 0 && evaluated_ == 0) return std::nullopt;
+  if (per_iteration <= 0 && evaluated_ == 0) return cap_;
   // The current iteration: its planned items, else (not planned yet) as many as the last one.
   const int64_t current = std::max(planned_this_iteration_ > 0 ? planned_this_iteration_ : per_iteration,
                                    evaluated_ - done_before_iteration_);
   const int64_t later = std::max<int64_t>(0, max_iterations_ - iteration_ - 1) * per_iteration;
-  return done_before_iteration_ + current + later;
+  const int64_t estimate = done_before_iteration_ + current + later;
+  // Never below what is already evaluated (a resumed run counts its reused items too).
+  return cap_ ? std::max(evaluated_, std::min(estimate, *cap_)) : estimate;
 }
 
 bool SearchStatus::BudgetExact() const { return iteration_ + 1 >= max_iterations_ && planned_this_iteration_ > 0; }

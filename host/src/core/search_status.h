@@ -5,7 +5,10 @@
 // A loop group of a pipeline is a search. Candidates evaluated are the
 // for_each items finished inside its body (the optimize loop's profile
 // items). The budget is exact for the iterations seen so far and
-// extrapolated from the current one for the rest (marked "≈"). The best
+// extrapolated from the current one for the rest (marked "≈"), capped by
+// the loop's declared `budget` when it has one (a budgeted graph search runs
+// until its budget is used, in far fewer iterations than max_iterations;
+// its rounds evaluate fewer candidates as problems finish). The best
 // speedup comes from the loop's carry `best` (case -> {latency_ms,
 // baseline_latency_ms or speedup_vs_baseline}), as the optimize loop carries it.
 #pragma once
@@ -23,8 +26,10 @@ class SearchStatus {
  public:
   using Clock = std::chrono::steady_clock;
 
-  /// A loop `id` with at most `max_iterations` iterations starts at `now`.
-  void Start(const std::string& id, int64_t max_iterations, Clock::time_point now);
+  /// A loop `id` with at most `max_iterations` iterations starts at `now`; `cap`: at most
+  /// this many candidates in all (the loop's `budget:` key), nullopt when not declared.
+  void Start(const std::string& id, int64_t max_iterations, Clock::time_point now,
+             std::optional<int64_t> cap = std::nullopt);
   /// Iteration `iteration` (0-based) starts.
   void BeginIteration(int64_t iteration);
   /// A for_each stage of the body starts with `total` items.
@@ -59,6 +64,7 @@ class SearchStatus {
   int64_t planned_this_iteration_ = 0;
   int64_t last_iteration_items_ = 0;   // items of the last finished iteration
   std::optional<double> best_, geomean_;
+  std::optional<int64_t> cap_;         // the loop's declared budget
   Clock::time_point started_{};
 };
 

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -564,21 +565,30 @@ Executor::StageRecord Executor::RunLoop(const StageSpec& spec, const fs::path& d
   scope.context = outer.context;
   scope.in_loop = true;
   int64_t max_iterations = 0;
+  std::optional<int64_t> budget;
   try {
     json max = ResolveValue(loop.max_iterations, outer.context, loop.where);
     if (!max.is_number_integer() || max.get<int64_t>() < 1) {
       throw StageError("config_error", loop.where.ToString() + ": max_iterations must resolve to an integer >= 1, got " + max.dump());
     }
     max_iterations = max.get<int64_t>();
+    if (!loop.budget.is_null()) {
+      json value = ResolveValue(loop.budget, outer.context, loop.where);
+      if (!value.is_number_integer() || value.get<int64_t>() < 0) {
+        throw StageError("config_error", loop.where.ToString() + ": loop budget must resolve to an integer >= 0, got " + value.dump());
+      }
+      budget = value.get<int64_t>();
+    }
     scope.context["carry"] = ResolveValue(loop.carry, outer.context, loop.where);
   } catch (const StageError& error) {
+    spdlog::error("stage {} failed ({}): {}", spec.id, error.kind(), error.what());
     record.status = "failed";
     record.error = error.ToJson();
     return record;
   }
   int64_t iteration = 0;
   json last = json::object();
-  progress_.SearchStarted(spec.id, max_iterations);
+  progress_.SearchStarted(spec.id, max_iterations, budget);
   progress_.SearchCarry(scope.context["carry"]);
   for (; iteration < max_iterations && !Cancelled(); ++iteration) {
     scope.context["loop"] = {{"iteration", iteration}, {"max_iterations", max_iterations}, {"id", spec.id}};

@@ -16,7 +16,7 @@ const std::vector<std::string> kStageKeys = {"id",         "name",     "uses",  
                                              "timeout",    "retry",    "on_failure", "for_each", "as",
                                              "max_parallel", "carry", "loop", "stages",
                                              "failed_items"};
-const std::vector<std::string> kLoopKeys = {"max_iterations", "until", "carry"};
+const std::vector<std::string> kLoopKeys = {"max_iterations", "until", "carry", "budget"};
 const std::vector<std::string> kRetryKeys = {"max_attempts", "backoff", "on"};
 
 class Parser {
@@ -172,6 +172,13 @@ class Parser {
           Error(loop["max_iterations"], "max_iterations must be an integer or an expression");
         }
         if (auto until = loop["until"]) spec.until = String(until, "until");
+        if (auto budget = loop["budget"]) {
+          spec.budget = Json(budget);
+          if ((spec.budget.is_number_integer() && spec.budget.get<int64_t>() < 0) ||
+              (!spec.budget.is_number_integer() && !spec.budget.is_string())) {
+            Error(budget, "loop budget must be an integer >= 0 or an expression");
+          }
+        }
         if (auto carry = loop["carry"]) {
           if (!carry.IsMap()) Error(carry, "loop 'carry' must be a mapping");
           else spec.carry = Json(carry);

@@ -26,6 +26,7 @@ struct RetrySpec {
 struct LoopSpec {
   nlohmann::json max_iterations;  // integer or "${{ expr }}"
   std::string until;               // expression text (may be empty)
+  nlohmann::json budget;           // optional integer or "${{ expr }}": candidates the loop evaluates at most
   nlohmann::json carry = nlohmann::json::object();
   SourceLocation where;
 };

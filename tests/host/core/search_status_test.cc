@@ -33,6 +33,26 @@ TEST_CASE("the budget is exact where planned and extrapolated for later iteratio
   CHECK_THAT(status.Line(t0), Catch::Contains("3/3 · 14/20 candidates"));
 }
 
+TEST_CASE("a declared budget caps the estimate and the ETA of a long loop", "[core][progress]") {
+  // A budgeted graph search: up to 90 rounds of 22 candidates, but 440 candidates in all.
+  SearchStatus status;
+  auto t0 = SearchStatus::Clock::now();
+  status.Start("search", 90, t0, 440);
+  status.BeginIteration(0);
+  CHECK(*status.Budget() == 440);  // known before any round is planned
+  status.ItemsPlanned(22);
+  CHECK(*status.Budget() == 440);  // 22 x 90 = 1980 without the cap
+  for (int i = 0; i < 22; ++i) status.ItemDone();
+  // 22 candidates in 220 s, 418 left at 10 s each.
+  CHECK(*status.EtaSeconds(t0 + std::chrono::seconds(220)) == Approx(4180.0));
+  CHECK_THAT(status.Line(t0 + std::chrono::seconds(220)), Catch::Contains("1/90 · 22/≈440 candidates"));
+  // Late rounds plan fewer candidates: the extrapolation falls below the cap.
+  status.EndIteration();
+  status.BeginIteration(88);
+  status.ItemsPlanned(2);
+  CHECK(*status.Budget() == 22 + 2 + 2);
+}
+
 TEST_CASE("the ETA is the time per candidate so far times the candidates left", "[core][progress]") {
   SearchStatus status;
   auto t0 = SearchStatus::Clock::now();

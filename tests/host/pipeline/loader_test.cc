@@ -47,6 +47,10 @@ TEST_CASE("duplicate keys, which yaml-cpp accepts silently, are errors", "[pipel
 TEST_CASE("loops must be bounded, shapes and durations are checked", "[pipeline][loader]") {
   CHECK_THAT(LoadError("version: 1\nname: t\nstages:\n  - id: l\n    loop: {until: 'true'}\n    stages:\n      - {id: a, uses: native:x}\n"),
              Catch::Contains("p.yaml:5:11: error: loop needs 'max_iterations' (loops must be bounded)"));
+  CHECK_THAT(LoadError("version: 1\nname: t\nstages:\n  - id: l\n    loop: {max_iterations: 3, budget: -1}\n    stages:\n      - {id: a, uses: native:x}\n"),
+             Catch::Contains("error: loop budget must be an integer >= 0 or an expression"));
+  CHECK_THAT(LoadError("version: 1\nname: t\nstages:\n  - id: l\n    loop: {max_iterations: 3, budget: [1]}\n    stages:\n      - {id: a, uses: native:x}\n"),
+             Catch::Contains("error: loop budget must be an integer >= 0 or an expression"));
   CHECK_THAT(LoadError("version: 1\nname: t\nstages:\n  - {id: a, uses: native:x, timeout: soon}\n"),
              Catch::Contains("p.yaml:4:38: error: timeout must be a duration"));
   CHECK_THAT(LoadError("version: 1\nname: t\nstages:\n  - {id: a, uses: native:x}\n  - {id: a, uses: native:x}\n"),
