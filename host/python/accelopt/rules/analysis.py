@@ -46,6 +46,15 @@ def functions(tree):
     return [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
 
 
+def statement_lists(func):
+    """Every non-empty statement list (a ``body`` or ``orelse``) inside ``func``, itself included."""
+    for node in ast.walk(func):
+        for field in ("body", "orelse"):
+            body = getattr(node, field, None)
+            if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
+                yield body
+
+
 def name_loads(node, name=None):
     """Name nodes read inside ``node`` (optionally only ``name``)."""
     return [n for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)

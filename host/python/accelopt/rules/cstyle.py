@@ -283,6 +283,22 @@ def trip(src, loop):
     return _int(loop.iter.args[0])
 
 
+
+def counted_loops(src, min_trip):
+    """(func, allocations, loop, trip count) of every ``for`` loop of the module's kernels with a
+    known trip count >= ``min_trip`` whose lines the rule owns; functions without on-chip
+    allocations are skipped (the GEMM moves need them)."""
+    for func in A.functions(src.tree):
+        allocs = allocations(src, func)
+        if not allocs:
+            continue
+        for loop in ast.walk(func):
+            if not isinstance(loop, ast.For):
+                continue
+            t = trip(src, loop)
+            if t is not None and t >= min_trip and src.owns_lines(loop):
+                yield func, allocs, loop, t
+
 def is_note(stmt):
     """True for a bare string statement (the compiler's ``' end loop i3 '`` markers)."""
     return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)

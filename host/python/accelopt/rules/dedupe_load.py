@@ -31,11 +31,8 @@ def candidates(src):
     """Every second load of the same data in a statement list."""
     out = []
     for func in A.functions(src.tree):
-        for node in ast.walk(func):
-            for field in ("body", "orelse"):
-                body = getattr(node, field, None)
-                if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
-                    out += _in_body(src, func, body)
+        for body in A.statement_lists(func):
+            out += _in_body(src, func, body)
     return out
 
 

@@ -66,33 +66,24 @@ MAX_LIVE_BYTES = 64 * 1024  # per partition, one third of SBUF (nki-facts §3.1)
 def candidates(src):
     """One candidate per (outer loop, largest hoistable statement inside it)."""
     out = []
-    for func in A.functions(src.tree):
-        allocs = C.allocations(src, func)
-        if not allocs:
-            continue
-        for loop in ast.walk(func):
-            if not isinstance(loop, ast.For):
+    for func, allocs, loop, t in C.counted_loops(src, 2):
+        ctx = _Context(src, func, allocs, loop, t)
+        for stmt, chain in _walk(src, loop.body, []):
+            try:
+                info = ctx.hoistable(stmt, chain)
+            except NotApplicable:
+                info = None
+            if info is None:
                 continue
-            t = C.trip(src, loop)
-            if t is None or t < 2 or not src.owns_lines(loop):
-                continue
-            ctx = _Context(src, func, allocs, loop, t)
-            for stmt, chain in _walk(src, loop.body, []):
+            # the largest: the parent loop inside L must not be hoistable as a whole
+            if chain:
                 try:
-                    info = ctx.hoistable(stmt, chain)
+                    parent_ok = ctx.hoistable(chain[-1], chain[:-1]) is not None
                 except NotApplicable:
-                    info = None
-                if info is None:
+                    parent_ok = False
+                if parent_ok:
                     continue
-                # the largest: the parent loop inside L must not be hoistable as a whole
-                if chain:
-                    try:
-                        parent_ok = ctx.hoistable(chain[-1], chain[:-1]) is not None
-                    except NotApplicable:
-                        parent_ok = False
-                    if parent_ok:
-                        continue
-                out.append(_cand(src, ctx, stmt, chain, info))
+            out.append(_cand(src, ctx, stmt, chain, info))
     return out
 
 

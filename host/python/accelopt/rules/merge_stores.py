@@ -49,21 +49,17 @@ SUMMARY = "Store two adjacent partition ranges of one output with one DMA over b
 def candidates(src):
     out = []
     for func in A.functions(src.tree):
-        for node in ast.walk(func):
-            for field in ("body", "orelse"):
-                body = getattr(node, field, None)
-                if not isinstance(body, list) or not body or not isinstance(body[0], ast.stmt):
-                    continue
-                stores = [(i, _store(src, s)) for i, s in enumerate(body)]
-                stores = [(i, st) for i, st in stores if st is not None]
-                for a in range(len(stores)):
-                    for b in range(a + 1, len(stores)):
-                        try:
-                            c = _candidate(src, func, body, stores[a], stores[b])
-                        except NotApplicable:
-                            c = None
-                        if c is not None:
-                            out.append(c)
+        for body in A.statement_lists(func):
+            stores = [(i, _store(src, s)) for i, s in enumerate(body)]
+            stores = [(i, st) for i, st in stores if st is not None]
+            for a in range(len(stores)):
+                for b in range(a + 1, len(stores)):
+                    try:
+                        c = _candidate(src, func, body, stores[a], stores[b])
+                    except NotApplicable:
+                        c = None
+                    if c is not None:
+                        out.append(c)
     return out
 
 

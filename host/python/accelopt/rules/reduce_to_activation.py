@@ -52,11 +52,8 @@ def candidates(src):
         scalars = A.Scalars(src, func)
         cols = column_names(src, func, scalars)
         rank2 = _rank2_names(src, defs, scalars, cols)
-        for node in ast.walk(func):
-            for field in ("body", "orelse"):
-                body = getattr(node, field, None)
-                if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
-                    out += _in_body(src, defs, rank2, body)
+        for body in A.statement_lists(func):
+            out += _in_body(src, defs, rank2, body)
     return out
 
 

@@ -67,23 +67,14 @@ FACTORS = (2, 4)
 
 def candidates(src):
     out = []
-    for func in A.functions(src.tree):
-        allocs = C.allocations(src, func)
-        if not allocs:
-            continue
-        for loop in ast.walk(func):
-            if not isinstance(loop, ast.For):
-                continue
-            t = C.trip(src, loop)
-            if t is None or t < 1 or not src.owns_lines(loop):
-                continue
-            for f in FACTORS:
-                try:
-                    plan = _Split(src, func, allocs, loop, t, f).plan()
-                except NotApplicable:
-                    plan = None
-                if plan is not None:
-                    out.append(_cand(src, loop, t, f, plan))
+    for func, allocs, loop, t in C.counted_loops(src, 1):
+        for f in FACTORS:
+            try:
+                plan = _Split(src, func, allocs, loop, t, f).plan()
+            except NotApplicable:
+                plan = None
+            if plan is not None:
+                out.append(_cand(src, loop, t, f, plan))
     return out
 
 
