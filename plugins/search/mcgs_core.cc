@@ -174,6 +174,32 @@ bool Exhausted(const json& graph) {
   return !Expandable(graph.value("nodes", json::object()), graph.value("root", ""), stack);
 }
 
+int RevivePruned(json& graph) {
+  int revived = 0;
+  for (auto& [id, node] : graph["nodes"].items()) {
+    json& moves = node["moves"];
+    bool touched = false;
+    for (auto& move : moves) {
+      if (move.value("state", "") != "pruned") continue;
+      move["state"] = "untried";
+      move["revived"] = true;
+      touched = true;
+      ++revived;
+    }
+    if (!touched) continue;
+    std::vector<size_t> live;
+    std::vector<double> weights;
+    for (size_t i = 0; i < moves.size(); ++i) {
+      if (!Live(moves[i])) continue;
+      live.push_back(i);
+      weights.push_back(Num(moves[i], "weight", 1.0));
+    }
+    const std::vector<double> priors = Normalize(weights);
+    for (size_t j = 0; j < live.size(); ++j) moves[live[j]]["prior"] = priors[j];
+  }
+  return revived;
+}
+
 std::vector<Selection> SelectLeaves(json& graph, const SearchParams& params, uint64_t seed, int count) {
   std::vector<Selection> out;
   json& nodes = graph["nodes"];

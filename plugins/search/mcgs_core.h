@@ -87,6 +87,13 @@ std::vector<Selection> SelectLeaves(json& graph, const SearchParams& params, uin
 /// True when nothing below the root can be expanded any more.
 bool Exhausted(const json& graph);
 
+/// Makes every "pruned" move of `graph` (a problem's graph) "untried" again, marked
+/// "revived": true, and re-normalizes each touched node's priors over its live moves
+/// by their `weight`. Pruning defers a move the tactic statistics predict to gain
+/// little; once nothing else is left and the budget is not spent, those moves are
+/// the best untried ones. Returns the number of moves revived.
+int RevivePruned(json& graph);
+
 /// Adds a visit with `value` to every node of `path` and to the edges between
 /// consecutive nodes (the first move of a whose child is b).
 void Backpropagate(json& graph, const std::vector<std::string>& path, double value);

@@ -40,7 +40,8 @@ const std::string kPriorsParams = "{" + kGraphParam + R"JSON(,
 
 const std::string kSelectParams = "{" + kGraphParam + R"JSON(,
   "iteration": {"type": "integer", "default": 0, "doc": "the round (loop.iteration): seeds the root noise, names the plans"},
-  "seed": {"type": "integer", "default": 0, "doc": "base seed of the root noise"},)JSON" + kSearchParams + "}";
+  "seed": {"type": "integer", "default": 0, "doc": "base seed of the root noise"},
+  "revive_pruned": {"type": "boolean", "default": true, "doc": "when a problem has no live move left but budget to spend, its pruned moves become untried (priors by their weight) instead of the problem ending as exhausted"},)JSON" + kSearchParams + "}";
 
 const std::string kTransposeParams = "{" + kGraphParam + R"JSON(,
   "execute": {"type": "any", "required": true, "doc": "native:execute's outputs (candidates and failures of the selected moves)"}

@@ -2,6 +2,8 @@
 // `workers` selections (evaluations in flight, kept apart by virtual loss)
 // while the problem's budget of evaluations lasts; each selection becomes
 // a plan for native:execute (the move's rule plan, or its LLM plan text).
+// A problem with no live move left but budget to spend revives its pruned
+// moves (revive_pruned) before it is declared exhausted.
 #include "search_stages.h"
 
 namespace accelopt_search {
@@ -12,6 +14,7 @@ json RunMcgsSelect(StageContext& ctx) {
   const SearchParams params = ParamsFrom(with);
   const int64_t round = with.value("iteration", int64_t{0});
   const int64_t seed = with.value("seed", int64_t{0});
+  const bool revive_pruned = ctx.Param<bool>("revive_pruned");
   graph["round"] = round;
   json plans = json::array();
   bool all_done = true;
@@ -32,6 +35,18 @@ json RunMcgsSelect(StageContext& ctx) {
       continue;
     }
     auto selections = SelectLeaves(cg, params, DeriveSeed(seed, round, case_name), std::min(params.workers, remaining));
+    if (selections.empty() && Exhausted(cg) && revive_pruned) {
+      // Pruned moves are deferred, not dropped: with budget left they are the best untried ones.
+      const int revived = RevivePruned(cg);
+      if (revived > 0) {
+        AddEvent(graph, {{"type", "revive"}, {"case", case_name}, {"moves", revived},
+                         {"reason", "no live move left after " + std::to_string(cg.value("evaluations", 0)) +
+                                        " evaluations: " + std::to_string(revived) + " pruned move(s) revived"}});
+        ctx.Info(case_name + ": " + std::to_string(revived) + " pruned move(s) revived (no live move left, " +
+                 std::to_string(remaining) + " evaluations of the budget left)");
+        selections = SelectLeaves(cg, params, DeriveSeed(seed, round, case_name), std::min(params.workers, remaining));
+      }
+    }
     if (selections.empty() && Exhausted(cg)) {
       cg["done"] = true;
       cg["done_reason"] = "exhausted";

@@ -182,6 +182,31 @@ TEST_CASE("an exhausted graph selects nothing; failed and on-path children are s
   CHECK(sel[0].path == std::vector<std::string>({"n0", "n2"}));
 }
 
+TEST_CASE("pruned moves are revived once nothing else is left, priors by their weight", "[search][mcgs]") {
+  json g = {{"root", "n0"}, {"next_id", 2}, {"nodes", json::object()}};
+  json p1 = Move("p1", 0.0, "pruned");
+  p1["weight"] = 0.3;
+  json p2 = Move("p2", 0.0, "pruned");
+  p2["weight"] = 0.1;
+  g["nodes"]["n0"] = Node("n0", "h0", 2, 0.2, json::array({Move("a", 1.0, "expanded", "n1", 1)}));
+  g["nodes"]["n1"] = Node("n1", "h1", 1, 0.2, json::array({p1, Move("f", 0.0, "invalid"), p2}));
+  REQUIRE(Exhausted(g));
+  CHECK(RevivePruned(g) == 2);
+  const json& moves = g["nodes"]["n1"]["moves"];
+  CHECK(moves[0]["state"] == "untried");
+  CHECK(moves[0]["revived"] == true);
+  CHECK(moves[0]["prior"].get<double>() == Approx(0.75));
+  CHECK(moves[2]["prior"].get<double>() == Approx(0.25));
+  CHECK(moves[1]["state"] == "invalid");  // an invalid move stays dead
+  CHECK(g["nodes"]["n0"]["moves"][0]["prior"].get<double>() == Approx(1.0));  // untouched node
+  CHECK_FALSE(Exhausted(g));
+  auto sel = SelectLeaves(g, NoNoise(), 1, 1);
+  REQUIRE(sel.size() == 1);
+  CHECK(sel[0].node == "n1");
+  CHECK(g["nodes"]["n1"]["moves"][sel[0].move]["id"] == "p1");
+  CHECK(RevivePruned(g) == 0);
+}
+
 TEST_CASE("backpropagation adds a visit and the value to each node and edge of the path", "[search][mcgs]") {
   json g = TwoChildGraph();
   g["nodes"]["n3"] = Node("n3", "h3", 0, 0);
