@@ -69,8 +69,15 @@ void SearchStatus::Carry(const nlohmann::json& carry) {
 void SearchStatus::EndIteration() { last_iteration_items_ = evaluated_ - done_before_iteration_; }
 
 std::optional<int64_t> SearchStatus::Budget() const {
-  const int64_t per_iteration = planned_this_iteration_ > 0 ? planned_this_iteration_ : last_iteration_items_;
-  if (per_iteration <= 0 && evaluated_ == 0) return cap_;
+  int64_t per_iteration = planned_this_iteration_ > 0 ? planned_this_iteration_ : last_iteration_items_;
+  // A round that evaluated nothing new (a graph search's transpositions only) says nothing about the
+  // rounds to come: the average of the finished rounds does.
+  if (per_iteration <= 0 && iteration_ > 0) {
+    per_iteration = static_cast<int64_t>(std::ceil(static_cast<double>(done_before_iteration_) /
+                                                   static_cast<double>(iteration_)));
+  }
+  if (per_iteration <= 0) return cap_ ? std::optional<int64_t>(std::max(evaluated_, *cap_))
+                                      : (evaluated_ == 0 ? std::nullopt : std::optional<int64_t>(evaluated_));
   // The current iteration: its planned items, else (not planned yet) as many as the last one.
   const int64_t current = std::max(planned_this_iteration_ > 0 ? planned_this_iteration_ : per_iteration,
                                    evaluated_ - done_before_iteration_);

@@ -53,6 +53,39 @@ TEST_CASE("a declared budget caps the estimate and the ETA of a long loop", "[co
   CHECK(*status.Budget() == 22 + 2 + 2);
 }
 
+TEST_CASE("a round that evaluates nothing does not end the estimate", "[core][progress]") {
+  // Graph search: rounds whose moves all led to known states (transpositions) profile nothing.
+  SearchStatus status;
+  auto t0 = SearchStatus::Clock::now();
+  status.Start("search", 90, t0, 40);
+  status.BeginIteration(0);
+  status.ItemsPlanned(3);
+  for (int i = 0; i < 3; ++i) status.ItemDone();
+  status.EndIteration();
+  status.BeginIteration(1);
+  status.ItemsPlanned(2);
+  for (int i = 0; i < 2; ++i) status.ItemDone();
+  status.EndIteration();
+  status.BeginIteration(2);  // planned 0 ...
+  status.EndIteration();     // ... and evaluated 0
+  status.BeginIteration(3);
+  // 5 in 3 rounds, 2 per round on average: capped by the budget of 40, not "5/~5"
+  CHECK(*status.Budget() == 40);
+  CHECK_THAT(status.Line(t0 + std::chrono::seconds(50)), Catch::Contains("4/90 · 5/≈40 candidates"));
+  CHECK(*status.EtaSeconds(t0 + std::chrono::seconds(50)) == Approx(350.0));
+  // without a declared budget: the average per round over the rounds left
+  SearchStatus open;
+  open.Start("search", 6, t0, std::nullopt);
+  open.BeginIteration(0);
+  open.ItemsPlanned(4);
+  for (int i = 0; i < 4; ++i) open.ItemDone();
+  open.EndIteration();
+  open.BeginIteration(1);
+  open.EndIteration();
+  open.BeginIteration(2);
+  CHECK(*open.Budget() == 4 + 2 + 3 * 2);  // 2 per round now and in the 3 rounds after
+}
+
 TEST_CASE("the ETA is the time per candidate so far times the candidates left", "[core][progress]") {
   SearchStatus status;
   auto t0 = SearchStatus::Clock::now();
