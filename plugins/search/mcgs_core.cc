@@ -367,22 +367,33 @@ Merge MergeState(json& graph, const std::string& node, int move, const std::stri
   return out;
 }
 
-MoveWeight WeighMove(size_t rank, std::optional<double> own_prior, const json& stats, std::optional<double> estimate,
-                     const PriorRule& rule) {
+MoveWeight WeighMove(size_t rank, std::optional<double> own_prior, const json& stats, const json& predict_stats,
+                     std::optional<double> estimate, const PriorRule& rule) {
   MoveWeight out;
   double base = rule.uniform ? 1.0 : 1.0 / (1.0 + static_cast<double>(rank));
   if (own_prior && *own_prior > 0) base = *own_prior;
   double factor = 1.0;
   if (rule.prune_predicted) out.predicted = estimate;
   if (stats.is_object()) {
-    const double n = Num(stats, "n", 0), improved = Num(stats, "improved", 0), failed = Num(stats, "failed", 0);
+    const double n = Num(stats, "n", 0), improved = Num(stats, "improved", 0);
     factor = 2.0 * (improved + 1.0) / (n + 2.0);
+  }
+  if (predict_stats.is_object() && predict_stats.contains("log_gain_sum")) {
+    const double n = Num(predict_stats, "n", 0), failed = Num(predict_stats, "failed", 0);
     if (rule.tactic_min_count > 0 && n >= rule.tactic_min_count) {
-      out.predicted = n - failed > 0 ? std::exp(Num(stats, "log_gain_sum", 0) / (n - failed)) - 1.0 : -1.0;
+      out.predicted = n - failed > 0 ? std::exp(Num(predict_stats, "log_gain_sum", 0) / (n - failed)) - 1.0 : -1.0;
     }
   }
   out.weight = base * (rule.tactic_weight > 0 ? std::pow(factor, rule.tactic_weight) : 1.0);
   return out;
+}
+
+json PredictionStats(const json& entry, const std::string& problem, const PriorRule& rule) {
+  if (!entry.is_object()) return json();
+  if (rule.prune_across_problems) return entry;
+  const json problems = entry.value("problems", json::object());
+  const std::string key = problem.empty() ? "?" : problem;
+  return problems.is_object() && problems.contains(key) ? problems[key] : json();
 }
 
 std::vector<double> Normalize(const std::vector<double>& weights) {

@@ -120,6 +120,7 @@ struct PriorRule {
   double tactic_weight = 1.0;   ///< exponent of the tactic factor (0: statistics ignored)
   int tactic_min_count = 3;     ///< evaluations before the statistics predict a gain (0: never)
   bool prune_predicted = false;  ///< the proposer's own estimate may prune
+  bool prune_across_problems = false;  ///< other problems' statistics may prune too (prune_scope: all)
 };
 
 /// The unnormalized weight of a move and its predicted gain (nullopt: unknown).
@@ -130,11 +131,27 @@ struct MoveWeight {
 
 /// Weight of the move at `rank` (0 = the proposer's first): base (`own_prior` when
 /// positive, else 1/(1+rank) or 1) x (2 (improved+1)/(n+2))^tactic_weight from `stats`
-/// (a tactics.json entry or null). Predicted gain: exp(log_gain_sum / correct) - 1 once the
-/// entry holds tactic_min_count evaluations (-1 when all failed), else `estimate` with
-/// prune_predicted.
-MoveWeight WeighMove(size_t rank, std::optional<double> own_prior, const json& stats, std::optional<double> estimate,
-                     const PriorRule& rule);
+/// (a tactics.json entry of every problem, or null). Predicted gain: exp(log_gain_sum /
+/// correct) - 1 of `predict_stats` (the same entry's counts on the move's own problem, its
+/// `problems.<name>`, or the whole entry with prune_across_problems; null: none) once those
+/// hold tactic_min_count evaluations (-1 when all failed), else `estimate` with
+/// prune_predicted. A `predict_stats` without `log_gain_sum` (a tactics.json written before
+/// per-problem gains were kept) predicts nothing.
+MoveWeight WeighMove(size_t rank, std::optional<double> own_prior, const json& stats, const json& predict_stats,
+                     std::optional<double> estimate, const PriorRule& rule);
+
+/// Records one evaluation of `rule` applied on a kernel of `problem` whose bottleneck is
+/// `bottleneck` in `tactics` (tactics.json's object; created when null): n, improved
+/// (speedup_vs_parent > 1), failed (!ok), log_gain_sum (of the correct ones), for the
+/// entry and for its `problems.<problem>` (plugins/search/tactics.cc).
+void RecordTactic(json& tactics, const std::string& rule, const std::string& bottleneck, const std::string& problem,
+                  bool ok, double speedup_vs_parent);
+/// The statistics entry of (rule, bottleneck), or null.
+json TacticEntry(const json& tactics, const std::string& rule, const std::string& bottleneck);
+
+/// The statistics that may prune a move on `problem`: `entry.problems[problem]`, or the
+/// whole `entry` with rule.prune_across_problems; null when there are none.
+json PredictionStats(const json& entry, const std::string& problem, const PriorRule& rule);
 
 /// Normalizes `weights` to sum 1 (uniform when they sum to <= 0).
 std::vector<double> Normalize(const std::vector<double>& weights);

@@ -35,7 +35,8 @@ const std::string kPriorsParams = "{" + kGraphParam + R"JSON(,
   "tactic_weight": {"type": "number", "default": 1.0, "doc": "exponent of the tactic-statistics factor 2(improved+1)/(n+2) (0 = ignore the statistics)"},
   "min_pred_gain": {"type": "number", "default": 0.02, "doc": "moves predicted to gain less (fraction: 0.02 = 2%) are pruned"},
   "tactic_min_count": {"type": "integer", "default": 3, "doc": "evaluations a (rule, bottleneck) needs before its mean gain predicts (0 = never)"},
-  "prune_predicted": {"type": "boolean", "default": false, "doc": "let the proposer's own predicted_gain (an estimate, no measurement) prune too"}
+  "prune_predicted": {"type": "boolean", "default": false, "doc": "let the proposer's own predicted_gain (an estimate, no measurement) prune too"},
+  "prune_scope": {"type": "string", "enum": ["problem", "all"], "default": "problem", "doc": "whose tactic statistics may prune a move: the node's own problem's, or every problem's"}
 })JSON";
 
 const std::string kSelectParams = "{" + kGraphParam + R"JSON(,

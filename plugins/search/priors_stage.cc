@@ -10,8 +10,11 @@
 //   tactic factor = 2 (improved+1)/(n+2) from the tactic statistics of (rule,
 //            bottleneck of the node) (1 without statistics; tactic_weight 0 disables);
 // a move whose predicted gain is below min_pred_gain is kept as "pruned"
-// (never expanded). The predicted gain is exp(mean log gain) - 1 of the
-// move's statistics once they hold tactic_min_count evaluations; the
+// (expanded only when nothing else is left). The predicted gain is
+// exp(mean log gain) - 1 of the move's statistics on the node's own problem
+// (prune_scope: problem; every problem's with prune_scope: all) once they hold
+// tactic_min_count evaluations: a move that did nothing on other kernels may
+// still be the one this kernel needs. The
 // proposer's own `predicted_gain` (an estimate from the profile, no
 // measurement) counts only with prune_predicted, else it is just recorded.
 // An LLM move whose kind is not in the vocabulary (the plan's move_error) is
@@ -34,6 +37,7 @@ json RunMcgsPriors(StageContext& ctx) {
   prior_rule.tactic_weight = ctx.Param<double>("tactic_weight");
   prior_rule.tactic_min_count = ctx.Param<int>("tactic_min_count");
   prior_rule.prune_predicted = ctx.Param<bool>("prune_predicted");
+  prior_rule.prune_across_problems = ctx.Param<std::string>("prune_scope") == "all";
   const double min_gain = ctx.Param<double>("min_pred_gain");
   const json& tactics = graph["tactics"];
 
@@ -69,6 +73,7 @@ json RunMcgsPriors(StageContext& ctx) {
     json& node = graph["cases"][case_name]["nodes"][id];
     if (node.value("moves_ready", false)) continue;
     const std::string bottleneck = node.value("bottleneck", "unknown");
+    const std::string problem = graph["cases"][case_name].value("case", json::object()).value("problem", "");
     const auto& proposed = by_node[{case_name, id}];
     const json node_model = model.count({case_name, id}) ? model[{case_name, id}] : json::object();
     const json profile_weights = node_model.value("weights", json::array());
@@ -89,7 +94,8 @@ json RunMcgsPriors(StageContext& ctx) {
       const std::optional<double> estimate = NumberField(plan, "predicted_gain");
       std::optional<double> own_prior = NumberField(plan, "prior");
       if (!own_prior && r < profile_weights.size() && profile_weights[r].is_number()) own_prior = profile_weights[r].get<double>();
-      const MoveWeight mw = WeighMove(r, own_prior, TacticEntry(tactics, rule, bottleneck), estimate, prior_rule);
+      const json entry = TacticEntry(tactics, rule, bottleneck);
+      const MoveWeight mw = WeighMove(r, own_prior, entry, PredictionStats(entry, problem, prior_rule), estimate, prior_rule);
       const double weight = mw.weight;
       const std::optional<double> predicted = mw.predicted;
       const std::string rule_plan = plan.value("rule_plan_id", std::string());

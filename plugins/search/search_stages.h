@@ -20,11 +20,6 @@ json RunMcgsBackprop(StageContext& ctx);
 
 /// tactics.json of an earlier run ({"version", "entries"}); empty statistics for "".
 json LoadTactics(const std::string& path);
-/// Records one evaluation of `rule` applied on a kernel whose bottleneck is `bottleneck`.
-void RecordTactic(json& tactics, const std::string& rule, const std::string& bottleneck, const std::string& problem,
-                  bool ok, double speedup_vs_parent);
-/// The statistics entry of (rule, bottleneck), or null.
-json TacticEntry(const json& tactics, const std::string& rule, const std::string& bottleneck);
 
 /// Writes search_graph.json, events.jsonl (the first graph.events lines of the
 /// existing file, then graph.pending_events) and trace.md into `dir`, and

@@ -1,10 +1,11 @@
 // Tactic statistics: which moves helped on which kernels, per rule and
 // bottleneck of the kernel they were applied to (docs/search.md, "Tactic
 // statistics"). Kept in the search state, written to tactics.json, loaded by
-// a later search (vars.tactics) to weight its priors.
+// a later search (vars.tactics) to weight its priors. Pure, like mcgs_core.cc
+// (compiled into the tests as well).
 #include <cmath>
 
-#include "search_stages.h"
+#include "mcgs_core.h"
 
 namespace accelopt_search {
 
@@ -28,10 +29,13 @@ void RecordTactic(json& tactics, const std::string& rule, const std::string& bot
   if (improved) entry["improved"] = entry["improved"].get<int>() + 1;
   if (ok && speedup_vs_parent > 0) entry["log_gain_sum"] = entry["log_gain_sum"].get<double>() + std::log(speedup_vs_parent);
   json& per = entry["problems"][problem.empty() ? "?" : problem];
-  if (per.is_null()) per = {{"n", 0}, {"improved", 0}, {"failed", 0}};
+  // A problem's own mean gain prunes its moves (docs/search.md, "priors"). An entry of a
+  // tactics.json written before per-problem gains were kept has none and never predicts.
+  if (per.is_null()) per = {{"n", 0}, {"improved", 0}, {"failed", 0}, {"log_gain_sum", 0.0}};
   per["n"] = per["n"].get<int>() + 1;
   if (!ok) per["failed"] = per["failed"].get<int>() + 1;
   if (improved) per["improved"] = per["improved"].get<int>() + 1;
+  if (ok && speedup_vs_parent > 0 && per.contains("log_gain_sum")) per["log_gain_sum"] = per["log_gain_sum"].get<double>() + std::log(speedup_vs_parent);
 }
 
 }  // namespace accelopt_search

@@ -264,30 +264,30 @@ TEST_CASE("priors normalize; a zero sum becomes uniform", "[search][mcgs]") {
 
 TEST_CASE("move weights: rank or uniform base, the proposer's own prior, tactic factor, predicted gain", "[search][mcgs]") {
   PriorRule rule;
-  CHECK(WeighMove(0, std::nullopt, nullptr, std::nullopt, rule).weight == Approx(1.0));
-  CHECK(WeighMove(3, std::nullopt, nullptr, std::nullopt, rule).weight == Approx(0.25));
-  CHECK(WeighMove(3, 0.6, nullptr, std::nullopt, rule).weight == Approx(0.6));
+  CHECK(WeighMove(0, std::nullopt, nullptr, nullptr, std::nullopt, rule).weight == Approx(1.0));
+  CHECK(WeighMove(3, std::nullopt, nullptr, nullptr, std::nullopt, rule).weight == Approx(0.25));
+  CHECK(WeighMove(3, 0.6, nullptr, nullptr, std::nullopt, rule).weight == Approx(0.6));
   PriorRule uniform = rule;
   uniform.uniform = true;
-  CHECK(WeighMove(3, std::nullopt, nullptr, std::nullopt, uniform).weight == Approx(1.0));
+  CHECK(WeighMove(3, std::nullopt, nullptr, nullptr, std::nullopt, uniform).weight == Approx(1.0));
   // 2 evaluations, both improved: factor 2 * 3 / 4 = 1.5; too few to predict a gain
   json stats = {{"n", 2}, {"improved", 2}, {"failed", 0}, {"log_gain_sum", 2 * std::log(1.1)}};
-  MoveWeight w = WeighMove(1, std::nullopt, stats, 0.001, rule);
+  MoveWeight w = WeighMove(1, std::nullopt, stats, stats, 0.001, rule);
   CHECK(w.weight == Approx(0.5 * 1.5));
   CHECK_FALSE(w.predicted.has_value());  // the proposer's estimate alone does not predict
   PriorRule trusting = rule;
   trusting.prune_predicted = true;
-  CHECK(*WeighMove(1, std::nullopt, stats, 0.001, trusting).predicted == Approx(0.001));
+  CHECK(*WeighMove(1, std::nullopt, stats, stats, 0.001, trusting).predicted == Approx(0.001));
   // 4 evaluations, 1 failed, 1 improved: factor 2 * 2 / 6; mean log gain over the 3 correct ones
   stats = {{"n", 4}, {"improved", 1}, {"failed", 1}, {"log_gain_sum", std::log(1.06)}};
-  w = WeighMove(0, std::nullopt, stats, std::nullopt, rule);
+  w = WeighMove(0, std::nullopt, stats, stats, std::nullopt, rule);
   CHECK(w.weight == Approx(2.0 * 2.0 / 6.0));
   CHECK(*w.predicted == Approx(std::exp(std::log(1.06) / 3) - 1));
   // all failed: -100 %; tactic_weight 0 ignores the factor
   stats = {{"n", 3}, {"improved", 0}, {"failed", 3}, {"log_gain_sum", 0.0}};
   PriorRule ignore = rule;
   ignore.tactic_weight = 0;
-  w = WeighMove(0, std::nullopt, stats, std::nullopt, ignore);
+  w = WeighMove(0, std::nullopt, stats, stats, std::nullopt, ignore);
   CHECK(w.weight == Approx(1.0));
   CHECK(*w.predicted == Approx(-1.0));
 }

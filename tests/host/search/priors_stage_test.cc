@@ -5,7 +5,10 @@
 // the vocabulary becomes an invalid edge with its error.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include "host/optimize/optimize_fixture.h"
+#include "mcgs_core.h"
 
 using namespace accelopt::testing;
 using namespace accelopt::testing::optimize;
@@ -36,14 +39,27 @@ json Plans(const json& member) {
                        {"candidate", member}}});
 }
 
-json Priors(const json& metrics, const std::string& prior) {
+json Priors(const json& metrics, const std::string& prior, const json& graph = Graph(), const std::string& scope = "problem") {
   TempDir dir;
   const json member = Member(metrics);
-  json out = RunStage("mcgs_priors", {{"graph", Graph()}, {"plans", Plans(member)}, {"frontier", json::array({member})},
+  json out = RunStage("mcgs_priors", {{"graph", graph}, {"plans", Plans(member)}, {"frontier", json::array({member})},
                                       {"prior", prior}, {"tactic_weight", 1.0}, {"min_pred_gain", 0.02},
-                                      {"tactic_min_count", 3}, {"prune_predicted", false}},
+                                      {"tactic_min_count", 3}, {"prune_predicted", false}, {"prune_scope", scope}},
                       dir.path());
   return out["graph"]["cases"]["k"]["nodes"]["n0"];
+}
+
+// Case k holds problem silu; hoist_load on VectorE-bound kernels gained nothing in
+// 4 tries on rmsnorm and `silu_tries` tries (no gain either) on silu itself.
+json GraphWithTactics(int silu_tries) {
+  json graph = Graph();
+  graph["cases"]["k"]["case"] = {{"problem", "silu"}};
+  json problems = {{"rmsnorm", {{"n", 4}, {"improved", 0}, {"failed", 0}, {"log_gain_sum", 0.0}}}};
+  if (silu_tries > 0) problems["silu"] = {{"n", silu_tries}, {"improved", 0}, {"failed", 0}, {"log_gain_sum", 0.0}};
+  graph["tactics"]["entries"]["hoist_load|vector"] = {
+      {"rule", "hoist_load"}, {"bottleneck", "vector"}, {"n", 4 + silu_tries}, {"improved", 0}, {"failed", 0},
+      {"log_gain_sum", 0.0}, {"problems", problems}};
+  return graph;
 }
 
 json Busy(double vector, double dma) {
@@ -81,4 +97,48 @@ TEST_CASE("MCGS priors follow the profile's bottleneck per engine", "[search][mc
     CHECK(refused["prior"].get<double>() == 0.0);
     CHECK(node["moves"][0]["prior"].get<double>() + node["moves"][1]["prior"].get<double>() == Approx(1.0));
   }
+}
+
+TEST_CASE("MCGS priors prune a move on its own problem's statistics, not on other problems'", "[search][mcgs][priors]") {
+  SECTION("nothing on other problems: weighted down, still live on this one") {
+    const json node = Priors(Busy(0.9, 0.2), "rank", GraphWithTactics(0));
+    CHECK(node["moves"][0]["state"] == "untried");
+    CHECK(node["moves"][0]["predicted_gain"].is_null());
+    // tactic factor 2 (0+1)/(4+2) = 1/3 on base 1, against 1/2 for the fusion
+    CHECK(node["moves"][0]["prior"].get<double>() == Approx((1.0 / 3) / (1.0 / 3 + 0.5)));
+  }
+  SECTION("nothing on this problem after tactic_min_count tries: pruned") {
+    const json node = Priors(Busy(0.9, 0.2), "rank", GraphWithTactics(3));
+    CHECK(node["moves"][0]["state"] == "pruned");
+    CHECK(node["moves"][0]["predicted_gain"].get<double>() == Approx(0.0));
+  }
+  SECTION("prune_scope all: other problems' statistics prune too") {
+    const json node = Priors(Busy(0.9, 0.2), "rank", GraphWithTactics(0), "all");
+    CHECK(node["moves"][0]["state"] == "pruned");
+  }
+}
+
+TEST_CASE("tactic statistics keep each problem's mean gain", "[search][mcgs][priors]") {
+  json tactics;
+  accelopt_search::RecordTactic(tactics, "hoist_load", "dma", "silu", true, 1.2);
+  accelopt_search::RecordTactic(tactics, "hoist_load", "dma", "silu", false, 0.0);
+  accelopt_search::RecordTactic(tactics, "hoist_load", "dma", "mamba", true, 0.9);
+  const json& entry = tactics["entries"]["hoist_load|dma"];
+  CHECK(entry["n"] == 3);
+  CHECK(entry["log_gain_sum"].get<double>() == Approx(std::log(1.2) + std::log(0.9)));
+  CHECK(entry["problems"]["silu"]["n"] == 2);
+  CHECK(entry["problems"]["silu"]["failed"] == 1);
+  CHECK(entry["problems"]["silu"]["log_gain_sum"].get<double>() == Approx(std::log(1.2)));
+  CHECK(entry["problems"]["mamba"]["log_gain_sum"].get<double>() == Approx(std::log(0.9)));
+  // an entry of an older tactics.json (no per-problem gain) keeps counting and never predicts
+  json old = {{"version", 1}, {"entries", {{"hoist_load|dma", {{"rule", "hoist_load"}, {"bottleneck", "dma"}, {"n", 5},
+              {"improved", 0}, {"failed", 0}, {"log_gain_sum", 0.0}, {"problems", {{"silu", {{"n", 5}, {"improved", 0}, {"failed", 0}}}}}}}}}};
+  accelopt_search::RecordTactic(old, "hoist_load", "dma", "silu", true, 1.1);
+  CHECK(old["entries"]["hoist_load|dma"]["problems"]["silu"]["n"] == 6);
+  CHECK_FALSE(old["entries"]["hoist_load|dma"]["problems"]["silu"].contains("log_gain_sum"));
+  accelopt_search::PriorRule rule;
+  CHECK(accelopt_search::PredictionStats(old["entries"]["hoist_load|dma"], "silu", rule)["n"] == 6);
+  CHECK_FALSE(accelopt_search::WeighMove(0, std::nullopt, old["entries"]["hoist_load|dma"],
+                                         accelopt_search::PredictionStats(old["entries"]["hoist_load|dma"], "silu", rule),
+                                         std::nullopt, rule).predicted.has_value());
 }
