@@ -29,6 +29,7 @@ import ast
 from . import analysis as A
 from .base import Candidate
 from .source import Edit
+from .walk import walk
 
 NAME = "affine_loop"
 SUMMARY = "Declare a loop without loop-carried dependencies as nl.affine_range so its iterations pipeline."
@@ -39,7 +40,7 @@ def candidates(src):
     out = []
     for func in A.functions(src.tree):
         defs = A.bindings(func)
-        for loop in ast.walk(func):
+        for loop in walk(func):
             if isinstance(loop, ast.For) and A.enclosing(src, loop, (ast.FunctionDef, ast.AsyncFunctionDef)) is func:
                 c = _site(src, func, defs, loop)
                 if c is not None:
@@ -67,18 +68,18 @@ def _site(src, func, defs, loop):
     if len(it.args) == 3 and not _positive_int(defs, it.args[2]):
         return None
     if any(isinstance(n, (ast.Break, ast.Continue, ast.Return, ast.FunctionDef, ast.Lambda, ast.Yield))
-           for s in loop.body for n in ast.walk(s)):
+           for s in loop.body for n in walk(s)):
         return None
     var = loop.target.id
     bound = set()
     for s in loop.body:
-        for n in ast.walk(s):
+        for n in walk(s):
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
                 bound.add(n.id)
     if var in bound:
         return None
     # every name bound in the body: first mention (source order) is its binding
-    mentions = sorted(((n.lineno, n.col_offset, n) for s in loop.body for n in ast.walk(s)
+    mentions = sorted(((n.lineno, n.col_offset, n) for s in loop.body for n in walk(s)
                        if isinstance(n, ast.Name) and n.id in bound), key=lambda t: (t[0], t[1]))
     first = {}
     for _, _, n in mentions:
@@ -86,7 +87,7 @@ def _site(src, func, defs, loop):
     for name, n in first.items():
         if not isinstance(n.ctx, ast.Store) or _stored_after_read(src, n):
             return None
-    after = [n for n in ast.walk(func) if isinstance(n, ast.Name) and n.id in bound and isinstance(n.ctx, ast.Load)
+    after = [n for n in walk(func) if isinstance(n, ast.Name) and n.id in bound and isinstance(n.ctx, ast.Load)
              and (n.lineno, n.col_offset) > (loop.end_lineno, loop.end_col_offset)]
     if after:
         return None
@@ -97,14 +98,14 @@ def _site(src, func, defs, loop):
     outside = written - bound
     if outside:
         stores = _store_roots(src, loop)
-        reads = {n.id for s in loop.body for n in ast.walk(s) if isinstance(n, ast.Name)
+        reads = {n.id for s in loop.body for n in walk(s) if isinstance(n, ast.Name)
                  and isinstance(n.ctx, ast.Load) and not _is_store_dst(src, n)}
         if not outside <= stores or outside & reads or not all(_hbm(src, defs, func, r) for r in outside):
             return None
         if any(_subscript_write_of(src, s, outside) for s in loop.body):
             return None
     fresh = f"{var}_i"
-    if any(isinstance(n, ast.Name) and n.id == fresh for n in ast.walk(src.tree)):
+    if any(isinstance(n, ast.Name) and n.id == fresh for n in walk(src.tree)):
         return None
 
     def edits():
@@ -134,12 +135,12 @@ def _stored_after_read(src, node):
     stmt = A.statement_of(src, node)
     value = getattr(stmt, "value", None)
     return value is not None and any(isinstance(n, ast.Name) and n.id == node.id and isinstance(n.ctx, ast.Load)
-                                     for n in ast.walk(value))
+                                     for n in walk(value))
 
 
 def _store_roots(src, loop):
     out = set()
-    for n in ast.walk(loop):
+    for n in walk(loop):
         if isinstance(n, ast.Call) and src.call_name(n) == "nl.store":
             args = A.call_args(n, "nl.store") or {}
             if args.get("dst") is not None and A.root_name(args["dst"]):
@@ -155,11 +156,11 @@ def _is_store_dst(src, name_node):
         return False
     args = A.call_args(p, "nl.store") or {}
     dst = args.get("dst")
-    return dst is not None and any(n is name_node for n in ast.walk(dst))
+    return dst is not None and any(n is name_node for n in walk(dst))
 
 
 def _subscript_write_of(src, stmt, roots):
-    for n in ast.walk(stmt):
+    for n in walk(stmt):
         targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, ast.AugAssign) else []
         for t in targets:
             if isinstance(t, (ast.Subscript, ast.Attribute)) and A.root_name(t) in roots:

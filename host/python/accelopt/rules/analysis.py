@@ -3,6 +3,7 @@
 Everything here answers "can we prove it?"; an unknown answers no.
 """
 import ast
+from .walk import walk
 
 LOOP_CALLS = ("nl.affine_range", "nl.sequential_range", "nl.static_range")
 RANGE_CALLS = LOOP_CALLS + ("range",)
@@ -43,12 +44,12 @@ def call_args(call, qual):
 
 def functions(tree):
     """All function definitions of the module (nested ones included), in source order."""
-    return [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    return [n for n in walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
 
 
 def statement_lists(func):
     """Every non-empty statement list (a ``body`` or ``orelse``) inside ``func``, itself included."""
-    for node in ast.walk(func):
+    for node in walk(func):
         for field in ("body", "orelse"):
             body = getattr(node, field, None)
             if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
@@ -57,13 +58,13 @@ def statement_lists(func):
 
 def name_loads(node, name=None):
     """Name nodes read inside ``node`` (optionally only ``name``)."""
-    return [n for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+    return [n for n in walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
             and (name is None or n.id == name)]
 
 
 def name_stores(node, name=None):
     """Name nodes bound inside ``node`` (assignment/for/with targets; optionally only ``name``)."""
-    return [n for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))
+    return [n for n in walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))
             and (name is None or n.id == name)]
 
 
@@ -104,7 +105,7 @@ def written_roots(src, node):
     API (a helper function may store into it).
     """
     out = set()
-    for n in ast.walk(node):
+    for n in walk(node):
         targets = []
         if isinstance(n, ast.Assign):
             targets = n.targets
@@ -147,7 +148,7 @@ def bindings(func):
     assignments, walrus, tuple unpacking) give None. ``name += v`` is not a binding here: on a
     tile it updates in place (its buffer, shape and dtype stay)."""
     defs = {}
-    for node in ast.walk(func):
+    for node in walk(func):
         if isinstance(node, ast.Assign):
             for t in node.targets:
                 for n in name_stores(t):
@@ -260,7 +261,7 @@ class Scalars:
                     changed = True
         params = {a.arg for a in func.args.args + func.args.kwonlyargs + func.args.posonlyargs}
         local_defs = {}
-        for node in ast.walk(func):
+        for node in walk(func):
             if isinstance(node, ast.Assign):
                 for t in node.targets:
                     self._collect(t, node.value, local_defs)

@@ -19,6 +19,7 @@ name temp, analysis.single_use_temp).
 import ast
 
 from . import analysis as A
+from .walk import walk
 
 _ALLOC = ("nl.ndarray", "nl.zeros", "nl.empty_like", "nl.zeros_like")
 
@@ -51,7 +52,7 @@ def block_temp(src, func, node):
             and isinstance(node.ctx, ast.Load)):
         return None
     name = node.value.id
-    mentions = [n for n in ast.walk(func) if isinstance(n, ast.Name) and n.id == name]
+    mentions = [n for n in walk(func) if isinstance(n, ast.Name) and n.id == name]
     if len(mentions) != 3:  # allocation, store, read
         return None
     alloc = store = None

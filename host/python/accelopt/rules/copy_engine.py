@@ -22,6 +22,7 @@ from . import patterns as P
 from .base import Candidate
 from .evict_engine import psum_names
 from .engine_pin import copy_args, free_engines, pin_edits
+from .walk import walk
 
 NAME = "copy_engine"
 SUMMARY = "Pin an SBUF-to-SBUF copy to ScalarE or VectorE to balance the engines' busy time."
@@ -33,7 +34,7 @@ def candidates(src):
     for func in A.functions(src.tree):
         psum = psum_names(src, func)
         tiles = P.tile_names(src, func)
-        for node in ast.walk(func):
+        for node in walk(func):
             args = copy_args(src, node)
             if args is None:
                 continue

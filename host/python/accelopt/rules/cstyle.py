@@ -18,6 +18,7 @@ import ast
 
 from . import analysis as A
 from .errors import NotApplicable
+from .walk import walk
 
 _ALLOC = ("nl.ndarray", "nl.zeros")
 ITEMSIZE = {"float32": 4, "int32": 4, "uint32": 4, "bfloat16": 2, "float16": 2, "int16": 2, "uint16": 2,
@@ -70,7 +71,7 @@ def allocations(src, func):
     """{name: Alloc} for the names of ``func`` bound exactly once, by an on-chip compiler-style allocation."""
     defs = A.bindings(func)
     out = {}
-    for node in ast.walk(func):
+    for node in walk(func):
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
             continue
         name = node.targets[0].id
@@ -112,7 +113,7 @@ def entries(sub):
 
 def mentions(func, name):
     """Every Name node ``name`` in ``func``."""
-    return [n for n in ast.walk(func) if isinstance(n, ast.Name) and n.id == name]
+    return [n for n in walk(func) if isinstance(n, ast.Name) and n.id == name]
 
 
 def accesses(src, func, alloc):
@@ -183,13 +184,13 @@ def aranges(src, node):
     """
     out = []
     seen = set()
-    for n in ast.walk(node):
+    for n in walk(node):
         if isinstance(n, ast.Subscript):
             a = arange(src, n)
             if a is not None:
                 out.append((n, a[0], a[1]))
                 seen.add(id(n.value))
-    for n in ast.walk(node):
+    for n in walk(node):
         if isinstance(n, ast.Call) and src.call_name(n) in ("nl.arange", "nl.mgrid") and id(n) not in seen:
             raise NotApplicable("an nl.arange/nl.mgrid that is not an [:, None]-style expansion")
     return out
@@ -198,7 +199,7 @@ def aranges(src, node):
 def linear_in(src, node, name):
     """True if every occurrence of ``name`` in ``node`` is affine: an operand of ``+``/``-``, a
     unary minus, or a product with an int literal (so it may be replaced by an arange)."""
-    for n in ast.walk(node):
+    for n in walk(node):
         if not (isinstance(n, ast.Name) and n.id == name):
             continue
         child, parent = n, src.parents.get(n)
@@ -224,7 +225,7 @@ def replaced(src, node, repl):
     """
     start, end = src.span(node)
     spans = []
-    for n in ast.walk(node):
+    for n in walk(node):
         if id(n) in repl and hasattr(n, "lineno"):
             spans.append((*src.span(n), repl[id(n)]))
     spans.sort()
@@ -292,7 +293,7 @@ def counted_loops(src, min_trip):
         allocs = allocations(src, func)
         if not allocs:
             continue
-        for loop in ast.walk(func):
+        for loop in walk(func):
             if not isinstance(loop, ast.For):
                 continue
             t = trip(src, loop)

@@ -22,6 +22,7 @@ from . import analysis as A
 from . import blocks
 from . import patterns as P
 from .base import Candidate
+from .walk import walk
 
 NAME = "dedupe_load"
 SUMMARY = "Reuse an already loaded tile instead of loading the same HBM data again."
@@ -79,7 +80,7 @@ def _pair(src, func, body, i, j, ta, tb, call):
         a, b = ta.value.id, tb.value.id
         if a == b or not (_only_store(src, func, a, body[i]) and _only_store(src, func, b, body[j])):
             return None
-        uses = [n for n in ast.walk(func) if isinstance(n, ast.Name) and n.id == b and isinstance(n.ctx, ast.Load)
+        uses = [n for n in walk(func) if isinstance(n, ast.Name) and n.id == b and isinstance(n.ctx, ast.Load)
                 and A.statement_of(src, n) is not body[j]]
 
         def edits():
@@ -94,7 +95,7 @@ def _pair(src, func, body, i, j, ta, tb, call):
 def _only_store(src, func, name, store):
     """True if ``name`` is an on-chip block allocation whose only write is ``store`` (a subscript assign)."""
     allocs, writes = 0, 0
-    for n in ast.walk(func):
+    for n in walk(func):
         if isinstance(n, ast.Assign):
             for t in n.targets:
                 if isinstance(t, ast.Name) and t.id == name:
@@ -112,7 +113,7 @@ def _only_store(src, func, name, store):
 
 def _written_by_calls(src, func):
     out = set()
-    for n in ast.walk(func):
+    for n in walk(func):
         if isinstance(n, ast.keyword) and n.arg in A.WRITE_KWARGS and A.root_name(n.value):
             out.add(A.root_name(n.value))
         if isinstance(n, ast.Call) and src.call_name(n) is None and not P.pure(n, src):

@@ -50,6 +50,7 @@ from . import patterns as P
 from . import row_scale_tiles
 from .base import Candidate
 from .imports import isa_prefix
+from .walk import walk
 
 NAME = "defer_row_scale"
 SUMMARY = "Scale matmul rows at the PSUM eviction instead of scaling the stationary's source before its transposes."
@@ -67,7 +68,7 @@ def candidates(src):
                              {"vector": 0.6, "tensor": 0.5, "instructions": 0.3}, 58.0))
     for func in A.functions(src.tree):
         info = _Func(src, func)
-        for stmt in ast.walk(func):
+        for stmt in walk(func):
             c = _site(src, info, stmt)
             if c is not None:
                 out.append(c)
@@ -80,7 +81,7 @@ class _Func:
     def __init__(self, src, func):
         self.src, self.func = src, func
         self.writers, self.reads, self.allocs = {}, {}, {}
-        for n in ast.walk(func):
+        for n in walk(func):
             if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
                 self.allocs.setdefault(n.targets[0].id, []).append(n)
             for name in A.written_roots(src, n) if isinstance(n, ast.stmt) and not isinstance(
@@ -89,7 +90,7 @@ class _Func:
             if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and isinstance(n.ctx, ast.Load):
                 self.reads.setdefault(n.value.id, []).append(n)
         self.mentions = {}
-        for n in ast.walk(func):
+        for n in walk(func):
             if isinstance(n, ast.Name):
                 self.mentions[n.id] = self.mentions.get(n.id, 0) + 1
 
@@ -164,9 +165,9 @@ def _site(src, f, s1):
     pn, fn = ast.dump(ia[-2]), ast.dump(ia[-1])
     if len(ir) < 2 or ast.dump(ir[-2]) != pn or not (isinstance(ir[-1], ast.Constant) and ir[-1].value == 0):
         return None
-    if sum(ast.dump(n) == fn for n in ast.walk(x.slice)) != 1 or sum(ast.dump(n) == pn for n in ast.walk(x.slice)) != 1:
+    if sum(ast.dump(n) == fn for n in walk(x.slice)) != 1 or sum(ast.dump(n) == pn for n in walk(x.slice)) != 1:
         return None
-    r_vars = {n.id for e in ir[:-2] for n in ast.walk(e) if isinstance(n, ast.Name)}
+    r_vars = {n.id for e in ir[:-2] for n in walk(e) if isinstance(n, ast.Name)}
     if not r_vars <= set(block_vars):
         return None
     chains = []
@@ -315,7 +316,7 @@ def _eviction(src, f, b_read, ib, pos_in_b, parts):
     around = _loop_vars(src, ev)
     mapping = {}
     for v, m in pos_in_b.items():
-        if not {n.id for n in ast.walk(rb[m]) if isinstance(n, ast.Name)} <= around:
+        if not {n.id for n in walk(rb[m]) if isinstance(n, ast.Name)} <= around:
             return None
         mapping[v] = rb[m]
     return e_call, mapping, ev.targets[0].value.id

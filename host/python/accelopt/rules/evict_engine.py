@@ -23,6 +23,7 @@ from . import analysis as A
 from . import patterns as P
 from .base import Candidate
 from .engine_pin import copy_args, free_engines, pin_edits
+from .walk import walk
 
 NAME = "evict_engine"
 SUMMARY = "Pin a PSUM-to-SBUF copy to ScalarE or VectorE so it stops blocking the other engine's stream."
@@ -56,7 +57,7 @@ def candidates(src):
         psum = psum_names(src, func)
         if not psum:
             continue
-        for node in ast.walk(func):
+        for node in walk(func):
             args = copy_args(src, node)
             if args is None or A.root_name(args["src"]) not in psum:
                 continue

@@ -54,6 +54,7 @@ from . import analysis as A
 from . import cstyle as C
 from .base import Candidate
 from .source import Edit
+from .walk import walk
 
 
 NAME = "fuse_nests"
@@ -85,7 +86,7 @@ def _chains(src, a):
         stmts = [s for s in body if not C.is_note(s)]
         red = _reduced(src, stmts)
         if red is None or any(isinstance(n, (ast.For, ast.While, ast.If, ast.With)) for s in stmts
-                              for n in ast.walk(s)):
+                              for n in walk(s)):
             continue
         path = [owner]
         while path[0] is not a:
@@ -124,7 +125,7 @@ def _writes(stmts):
     """{root: [subscript nodes]} written by ``stmts`` (assignment targets and nl.store destinations)."""
     out = {}
     for s in stmts:
-        for n in ast.walk(s):
+        for n in walk(s):
             targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, ast.AugAssign) \
                 else []
             for t in targets:
@@ -210,7 +211,7 @@ def _consumer(src, path, chain, par, red, chain_w, chain_r, reduce_stmt, r_root,
         return None
     w_entries = _entries(reduce_stmt.targets[0])
     mapping = None
-    for n in ast.walk(b):
+    for n in walk(b):
         if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load) and A.root_name(n) == r_root \
                 and isinstance(n.value, ast.Name):
             mapping = _mapping(w_entries, _entries(n), set(par), red)
@@ -230,7 +231,7 @@ def _consumer(src, path, chain, par, red, chain_w, chain_r, reduce_stmt, r_root,
     if set(mapping.values()) & free or red & (_reads([b]) | {n.id for n in A.name_stores(b)}):
         return None  # a renamed or re-inserted loop variable would capture another name
     # every consumer read of a chain tensor must be the block the same producer iteration wrote
-    for n in ast.walk(b):
+    for n in walk(b):
         if not (isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in chain_w):
             continue
         sub = src.parents.get(n)
@@ -298,7 +299,7 @@ def _body_of(src, stmt):
 
 def _renamed(stmt, mapping):
     node = copy.deepcopy(stmt)
-    for n in ast.walk(node):
+    for n in walk(node):
         if isinstance(n, ast.Name) and n.id in mapping:
             n.id = mapping[n.id]
     return node

@@ -19,6 +19,7 @@ import ast
 from . import analysis as A
 from . import patterns as P
 from .base import Candidate
+from .walk import walk
 
 NAME = "fuse_reciprocal"
 SUMMARY = "Fuse reciprocal(d) followed by a multiply into one divide by d."
@@ -28,7 +29,7 @@ def candidates(src):
     """Every multiply whose operand is (a temp holding) a reciprocal."""
     out = []
     for func in A.functions(src.tree):
-        for node in ast.walk(func):
+        for node in walk(func):
             if A.enclosing(src, node, (ast.FunctionDef, ast.AsyncFunctionDef)) is not func:
                 continue
             cand = _at(src, func, node)

@@ -17,6 +17,7 @@ from . import analysis as A
 from . import patterns as P
 from .base import Candidate
 from .sigmoid_chain import sigmoid_of_reciprocal
+from .walk import walk
 
 NAME = "fuse_sigmoid"
 SUMMARY = "Replace reciprocal(1 + exp(-x)) by one ScalarE sigmoid activation."
@@ -26,7 +27,7 @@ def candidates(src):
     """Every reciprocal whose argument is (temps holding) 1 + exp(-x)."""
     out = []
     for func in A.functions(src.tree):
-        for node in ast.walk(func):
+        for node in walk(func):
             if A.enclosing(src, node, (ast.FunctionDef, ast.AsyncFunctionDef)) is not func:
                 continue
             if P.reciprocal_arg(src, node) is None:

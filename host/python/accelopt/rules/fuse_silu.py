@@ -16,6 +16,7 @@ from . import analysis as A
 from . import patterns as P
 from .base import Candidate
 from .sigmoid_chain import exp_chain, sigmoid_arg
+from .walk import walk
 
 NAME = "fuse_silu"
 SUMMARY = "Replace x * sigmoid(x) (in any of its spelled-out forms) by one ScalarE silu activation."
@@ -56,7 +57,7 @@ def candidates(src):
     """Every multiply/divide that spells out silu(x)."""
     out = []
     for func in A.functions(src.tree):
-        for node in ast.walk(func):
+        for node in walk(func):
             if A.enclosing(src, node, (ast.FunctionDef, ast.AsyncFunctionDef)) is not func:
                 continue
             m = _match(src, func, node)

@@ -23,6 +23,7 @@ import ast
 from . import analysis as A
 from .base import Candidate
 from .source import Edit
+from .walk import walk
 
 NAME = "hoist_load"
 SUMMARY = "Hoist a loop-invariant nl.load out of its loop."
@@ -31,7 +32,7 @@ SUMMARY = "Hoist a loop-invariant nl.load out of its loop."
 def candidates(src):
     """Every hoistable load statement (hoisted one loop level per application)."""
     out = []
-    for loop in ast.walk(src.tree):
+    for loop in walk(src.tree):
         if not A.is_range_loop(src, loop):
             continue
         func = A.enclosing(src, loop, (ast.FunctionDef, ast.AsyncFunctionDef))
@@ -64,8 +65,8 @@ def _candidate(src, func, loop, i, stmt, bound, written):
         return None
     if any(A.name_loads(s, v) for s in loop.body[:i]) or A.name_loads(loop.iter, v):
         return None
-    inside = {id(n) for n in ast.walk(loop)}
-    if any(isinstance(n, ast.Name) and n.id == v and id(n) not in inside for n in ast.walk(func)):
+    inside = {id(n) for n in walk(loop)}
+    if any(isinstance(n, ast.Name) and n.id == v and id(n) not in inside for n in walk(func)):
         return None
     loop_var = src.segment(loop.target).replace(" ", "")
     site = f"{v}@{loop_var}"

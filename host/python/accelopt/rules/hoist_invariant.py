@@ -14,6 +14,7 @@ from . import analysis as A
 from . import invariant as I
 from .base import Candidate
 from .source import Edit
+from .walk import walk
 
 NAME = "hoist_invariant"
 SUMMARY = "Move the loop-invariant loads and computations of a loop body in front of the loop."
@@ -23,7 +24,7 @@ def candidates(src):
     """One candidate per loop with invariant compute statements (and something left in the body)."""
     out = []
     for func in A.functions(src.tree):
-        for loop in ast.walk(func):
+        for loop in walk(func):
             if not isinstance(loop, ast.For) or not src.owns_lines(loop):
                 continue
             stmts = I.invariant_statements(src, func, loop)

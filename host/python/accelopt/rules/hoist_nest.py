@@ -56,6 +56,7 @@ from . import cstyle as C
 from .base import Candidate
 from .errors import NotApplicable
 from .source import Edit
+from .walk import walk
 
 NAME = "hoist_nest"
 SUMMARY = "Hoist a loop nest that does not depend on an outer loop in front of it (block tensors lose that dim)."
@@ -124,7 +125,7 @@ class _Context:
                 return None
         # what it writes: compiler-style on-chip tensors only
         writes = set()
-        for n in ast.walk(stmt):
+        for n in walk(stmt):
             if isinstance(n, (ast.Assign, ast.AugAssign)):
                 targets = n.targets if isinstance(n, ast.Assign) else [n.target]
                 for tg in targets:
@@ -138,7 +139,7 @@ class _Context:
             return None
         # x: only a bare block index of a written tensor
         pos = {}
-        for n in ast.walk(stmt):
+        for n in walk(stmt):
             if not (isinstance(n, ast.Name) and n.id == x):
                 continue
             sub = src.parents.get(n)
@@ -154,8 +155,8 @@ class _Context:
             if len(idx) != 1 or idx[0] >= a.par or pos.setdefault(a.name, idx[0]) != idx[0]:
                 return None
         # every written tensor: x at its position everywhere, written only in S, read after S inside L
-        inside = {id(n) for n in ast.walk(stmt)}
-        in_loop = {id(n) for n in ast.walk(self.loop)}
+        inside = {id(n) for n in walk(stmt)}
+        in_loop = {id(n) for n in walk(self.loop)}
         for name in writes:
             a = self.allocs[name]
             q = pos.get(name)
@@ -172,7 +173,7 @@ class _Context:
                 if (sub.lineno, sub.col_offset) < (stmt.end_lineno, stmt.end_col_offset):
                     return None
         # what it reads: fixed while L runs
-        for n in ast.walk(stmt):
+        for n in walk(stmt):
             if not isinstance(n, ast.Name) or not isinstance(n.ctx, ast.Load):
                 continue
             if n.id == x or n.id in writes or n.id in chain_vars or n.id in inner or n.id in self.mods:
@@ -234,7 +235,7 @@ def _cand(src, ctx, stmt, chain, pos):
 
     def edits():
         out = []
-        inside = {id(n) for n in ast.walk(stmt)}
+        inside = {id(n) for n in walk(stmt)}
         repl = {}
         for name in names:
             a = ctx.allocs[name]

@@ -39,6 +39,7 @@ from . import patterns as P
 from .base import Candidate
 from .source import Edit
 from .widen import mul_j, mul_j1
+from .walk import walk
 
 NAME = "hoist_transpose"
 SUMMARY = "Transpose an nl.matmul operand once outside the loop that reuses it (transpose_x=True)."
@@ -59,8 +60,8 @@ def candidates(src):
     out = []
     for func in A.functions(src.tree):
         tiles = P.tile_names(src, func)
-        used = {n.id for n in ast.walk(func) if isinstance(n, ast.Name)}
-        for node in ast.walk(func):
+        used = {n.id for n in walk(func) if isinstance(n, ast.Name)}
+        for node in walk(func):
             c = _at(src, func, tiles, used, node)
             if c is not None:
                 out.append(c)

@@ -3,6 +3,7 @@ import ast
 
 from .errors import NotApplicable
 from .source import Edit
+from .walk import walk
 
 ISA_IMPORT = "import neuronxcc.nki.isa as nisa\n"
 
@@ -18,7 +19,7 @@ def isa_prefix(src):
         return src.prefix("nisa"), []
     except NotApplicable:
         pass
-    if any(isinstance(n, ast.Name) and n.id == "nisa" for n in ast.walk(src.tree)) or "nisa" in src.aliases:
+    if any(isinstance(n, ast.Name) and n.id == "nisa" for n in walk(src.tree)) or "nisa" in src.aliases:
         raise NotApplicable("the kernel imports no nki.isa alias and uses the name 'nisa'")
     last = None
     for node in src.tree.body:

@@ -33,6 +33,7 @@ from . import analysis as A
 from . import invariant as I
 from .base import Candidate
 from .source import Edit
+from .walk import walk
 
 
 NAME = "interchange"
@@ -48,7 +49,7 @@ def candidates(src):
     """One candidate per qualifying loop nest."""
     out = []
     for func in A.functions(src.tree):
-        for outer in ast.walk(func):
+        for outer in walk(func):
             if not isinstance(outer, ast.For) or len(outer.body) != 1 or not isinstance(outer.body[0], ast.For):
                 continue
             inner = outer.body[0]

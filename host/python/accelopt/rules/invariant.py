@@ -23,6 +23,7 @@ import ast
 
 from . import analysis as A
 from .widen import rebound_first
+from .walk import walk
 
 _NEVER = {"nl.store", "nl.ndarray", "nl.zeros", "nl.ones", "nl.full", "nl.zeros_like", "nl.ones_like",
           "nl.empty_like", "nl.full_like", "nl.shared_constant", "nl.affine_range", "nl.sequential_range",
@@ -31,7 +32,7 @@ _NEVER = {"nl.store", "nl.ndarray", "nl.zeros", "nl.ones", "nl.full", "nl.zeros_
 
 def _call_ok(src, value):
     """True if ``value`` is call-free or built from tile-producing NKI calls without side effects."""
-    calls = [n for n in ast.walk(value) if isinstance(n, ast.Call)]
+    calls = [n for n in walk(value) if isinstance(n, ast.Call)]
     if not calls:
         return True  # index arithmetic, a view: evaluated at trace time, no side effects
     for c in calls:
@@ -53,10 +54,14 @@ def invariant_statements(src, func, loop):
     if not A.is_range_loop(src, loop) or not isinstance(loop.target, ast.Name):
         return []
     written = A.written_roots(src, loop)
-    inside = {id(n) for n in ast.walk(loop)}
-    outside_mentions = {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and id(n) not in inside
-                        and isinstance(n.ctx, ast.Load) and not rebound_first(src, n, loop)}
+    inside = {id(n) for n in walk(loop)}
     bound_in_loop = {n.id for n in A.name_stores(loop)}
+    # Only names the loop binds can be moved, so only their reads outside it matter
+    # (rebound_first walks the enclosing loops: asked for every name, it dominated
+    # the host's move proposals on the large published kernels).
+    outside_mentions = {n.id for n in walk(func) if isinstance(n, ast.Name) and n.id in bound_in_loop
+                        and id(n) not in inside and isinstance(n.ctx, ast.Load)
+                        and not rebound_first(src, n, loop)}
     variant = {loop.target.id}
     chosen, chosen_names = [], set()
     for i, stmt in enumerate(loop.body):
@@ -93,7 +98,7 @@ def has_compute(src, stmts):
     """True if any statement computes (an NKI call other than nl.load)."""
     return any((src.call_name(n) not in (None, "nl.load")
                 or (isinstance(n.func, ast.Attribute) and n.func.attr == "broadcast_to"))
-               for s in stmts for n in ast.walk(s.value) if isinstance(n, ast.Call))
+               for s in stmts for n in walk(s.value) if isinstance(n, ast.Call))
 
 
 def has_load(src, stmts):

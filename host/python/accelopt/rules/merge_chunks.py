@@ -32,6 +32,7 @@ from . import analysis as A
 from . import blocks
 from .base import Candidate
 from .source import Edit
+from .walk import walk
 
 NAME = "merge_chunks"
 SUMMARY = "Merge an affine loop over free-dimension chunks of elementwise instructions into wider instructions."
@@ -46,10 +47,10 @@ def candidates(src):
     out = []
     for func in A.functions(src.tree):
         allocs = {}
-        for n in ast.walk(func):
+        for n in walk(func):
             if blocks.on_chip_alloc(src, n):
                 allocs.setdefault(n.targets[0].id, []).append(n)
-        for loop in ast.walk(func):
+        for loop in walk(func):
             if isinstance(loop, ast.For):
                 c = _site(src, func, allocs, loop)
                 if c is not None:
@@ -109,7 +110,7 @@ def _site(src, func, allocs, loop):
         return None
     width, temps = None, {}  # temps: name -> block position of var
     for s in stmts:
-        for sub in (n for n in ast.walk(s) if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name)
+        for sub in (n for n in walk(s) if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name)
                     and isinstance(n.slice, ast.Tuple)):
             name = sub.value.id
             if _alloc_psum(src, allocs, name):
@@ -118,7 +119,7 @@ def _site(src, func, allocs, loop):
             free = elts[-1]
             c = _chunk_free(src, free, var)
             positions = [k for k, e in enumerate(elts[:-1]) if any(isinstance(x, ast.Name) and x.id == var
-                                                                   for x in ast.walk(e))]
+                                                                   for x in walk(e))]
             if c is not None and not positions:
                 pass
             elif c is None and _arange_free(src, free) is not None and len(positions) == 1 \
@@ -126,7 +127,7 @@ def _site(src, func, allocs, loop):
                 c = _arange_free(src, free)
                 if temps.setdefault(name, positions[0]) != positions[0]:
                     return None
-            elif any(isinstance(x, ast.Name) and x.id == var for x in ast.walk(sub.slice)) \
+            elif any(isinstance(x, ast.Name) and x.id == var for x in walk(sub.slice)) \
                     or _arange_free(src, free) is not None:
                 return None
             else:
@@ -139,7 +140,7 @@ def _site(src, func, allocs, loop):
         return None
     # no other mention of var (e.g. in a scalar operand)
     for s in stmts:
-        for x in ast.walk(s):
+        for x in walk(s):
             if isinstance(x, ast.Name) and x.id == var:
                 p = src.parents.get(x)
                 ok = False
@@ -155,7 +156,7 @@ def _site(src, func, allocs, loop):
         if len(allocs.get(name, [])) != 1:
             return None
         alloc = allocs[name][0]
-        mentions = [x for x in ast.walk(func) if isinstance(x, ast.Name) and x.id == name]
+        mentions = [x for x in walk(func) if isinstance(x, ast.Name) and x.id == name]
         if any(A.statement_of(src, x) is not alloc and not _inside(src, x, loop) for x in mentions):
             return None
         shape = alloc.value.args[0] if alloc.value.args else None

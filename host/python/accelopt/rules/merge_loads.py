@@ -60,6 +60,7 @@ from . import cstyle as C
 from .base import Candidate
 from .errors import NotApplicable
 from .source import Edit
+from .walk import walk
 
 NAME = "merge_loads"
 SUMMARY = "Load all the blocks a loop fills with one DMA (the block dimension moves into the free dimensions)."
@@ -84,7 +85,7 @@ def candidates(src):
             continue
         params = {a.arg for a in func.args.args + func.args.posonlyargs + func.args.kwonlyargs}
         written = A.written_roots(src, func)
-        for loop in ast.walk(func):
+        for loop in walk(func):
             if not isinstance(loop, ast.For):
                 continue
             n = C.trip(src, loop)
@@ -213,7 +214,7 @@ def _cand(src, loop, stmt, d, q, n, ent, s, args, reads, j, alone):
         for e in exprs:
             for node, k, pattern in C.aranges(src, e):
                 repl[id(node)] = f"{src.segment(node.value)}[{':, None, None' if pattern[0] else 'None, None, :'}]"
-            for node in ast.walk(e):
+            for node in walk(e):
                 if isinstance(node, ast.Name) and node.id == j:
                     repl[id(node)] = j_text
         p, f = d.dims[d.par], d.dims[d.par + 1]
@@ -276,7 +277,7 @@ def _sliced(src, func):
     """Candidates of the hand-written form (module docstring of this file, "hand-written kernels")."""
     out = []
     defs = A.bindings(func)
-    for loop in ast.walk(func):
+    for loop in walk(func):
         if not (isinstance(loop, ast.For) and A.is_range_loop(src, loop, ("nl.affine_range",))
                 and isinstance(loop.target, ast.Name) and len(loop.iter.args) == 1 and not loop.iter.keywords):
             continue
@@ -331,7 +332,7 @@ def _sliced_candidate(src, func, defs, loop, stmt):
     if A.root_name(s) in A.written_roots(src, func):
         return None
     # every other use of T: a TensorE operand, here or in a module-level helper it is passed to
-    for n in ast.walk(func):
+    for n in walk(func):
         if not (isinstance(n, ast.Name) and n.id == t) or isinstance(n.ctx, ast.Store) or src.parents.get(n) is dst:
             continue
         if not _tensor_use(src, n):

@@ -41,6 +41,7 @@ from . import analysis as A
 from .base import Candidate
 from .errors import NotApplicable
 from .source import Edit
+from .walk import walk
 
 NAME = "merge_stores"
 SUMMARY = "Store two adjacent partition ranges of one output with one DMA over both."
@@ -115,7 +116,7 @@ def _candidate(src, func, body, first, second):
         return None
     h = s1["h"]
     for stmt in body[i + 1:k]:
-        if any(isinstance(n, ast.Name) and n.id == h for n in ast.walk(stmt)):
+        if any(isinstance(n, ast.Name) and n.id == h for n in walk(stmt)):
             return None
     defs = []
     for st in (s1, s2):
@@ -133,7 +134,7 @@ def _candidate(src, func, body, first, second):
     if reads & {s1["value"], s2["value"]}:
         return None
     name = f"{s1['value']}_{s2['value'].split('_')[-1]}" if "_" in s2["value"] else f"{s1['value']}_{s2['value']}"
-    if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(src.tree)):
+    if any(isinstance(n, ast.Name) and n.id == name for n in walk(src.tree)):
         return None
     hi = r2.upper
     hi_val = A.const_value(src, hi)

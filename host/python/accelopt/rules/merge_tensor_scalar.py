@@ -25,6 +25,7 @@ import ast
 from . import analysis as A
 from . import patterns as P
 from .base import Candidate
+from .walk import walk
 
 NAME = "merge_tensor_scalar"
 SUMMARY = "Merge two chained tile-by-scalar ops (tensor_scalar or nl.add/subtract/multiply) into one."
@@ -83,7 +84,7 @@ def candidates(src):
     for func in A.functions(src.tree):
         scalars = A.Scalars(src, func)
         tiles = P.tile_names(src, func)
-        for node in ast.walk(func):
+        for node in walk(func):
             if A.enclosing(src, node, (ast.FunctionDef, ast.AsyncFunctionDef)) is not func:
                 continue
             outer = _scalar_op(src, node, scalars, tiles, outer=True)

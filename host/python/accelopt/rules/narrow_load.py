@@ -44,6 +44,7 @@ from . import cstyle as C
 from .base import Candidate
 from .errors import NotApplicable
 from .source import Edit
+from .walk import walk
 
 NAME = "narrow_load"
 SUMMARY = "Move a whole-tensor load nest into its consumer and load only the column slice each iteration reads."
@@ -181,7 +182,7 @@ def _candidate(src, func, allocs, params, body, ni, nest):
 
 
 def _written(src, func, root):
-    for n in ast.walk(func):
+    for n in walk(func):
         if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store) and A.root_name(n) == root:
             return True
         if isinstance(n, ast.Call) and src.call_name(n) == "nl.store":
@@ -193,10 +194,10 @@ def _written(src, func, root):
 
 def _writes_root(src, stmt, root):
     return any(isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store) and A.root_name(n) == root
-               for n in ast.walk(stmt)) or any(
+               for n in walk(stmt)) or any(
         isinstance(n, ast.Call) and src.call_name(n) == "nl.store"
         and A.root_name((A.call_args(n, "nl.store") or {}).get("dst") or ast.Name("?")) in (root, "?")
-        for n in ast.walk(stmt))
+        for n in walk(stmt))
 
 
 def _inside(src, node, stmt):

@@ -11,6 +11,7 @@ import re
 
 from . import analysis as A
 from . import blocks
+from .walk import walk
 
 TYPED_ZERO = re.compile(r"np\.dtype\(np\.u?int(8|16|32|64)\)\.type\(0\)")
 INT_DTYPES = re.compile(r"\b(u?int(8|16|32|64)|iota|bool_)\b")
@@ -163,7 +164,7 @@ def multiply_operands(src, node):
 def pure(node, src=None):
     """True if ``node`` is a name or a subscript of names/constants/arithmetic: no calls, except
     (with ``src``) ``nl.arange`` index expressions, which have no effect."""
-    for n in ast.walk(node):
+    for n in walk(node):
         if isinstance(n, ast.Call) and src is not None and src.call_name(n) == "nl.arange":
             continue
         if isinstance(n, (ast.Call, ast.NamedExpr, ast.Lambda, ast.Await, ast.Yield)):
@@ -186,7 +187,7 @@ def zero_bias(src, node):
     if root is None or func is None:
         return False
     writes = 0
-    for n in ast.walk(func):
+    for n in walk(func):
         if isinstance(n, ast.Assign):
             for t in n.targets:
                 if isinstance(t, ast.Subscript) and A.root_name(t) == root:
@@ -196,7 +197,7 @@ def zero_bias(src, node):
                     if len(value) != 1 or not (number(value[0]) == 0.0 or _typed_zero(value[0])):
                         return False
                     writes += 1
-                elif any(isinstance(x, ast.Name) and x.id == root for x in ast.walk(t)) \
+                elif any(isinstance(x, ast.Name) and x.id == root for x in walk(t)) \
                         and not (isinstance(t, ast.Name) and blocks.on_chip_alloc(src, n)):
                     return False
         elif isinstance(n, ast.AugAssign) and A.root_name(n.target) == root:
@@ -274,7 +275,7 @@ def tile_names(src, func):
     """Names of ``func`` every binding of which is the result of an NKI call (a tile) or a
     subscript/method view of such a name."""
     defs = {}
-    for node in ast.walk(func):
+    for node in walk(func):
         if isinstance(node, ast.Assign):
             for t in node.targets:
                 if isinstance(t, ast.Name):

@@ -13,6 +13,7 @@ import ast
 from . import analysis as A
 from . import patterns as P
 from .base import Candidate
+from .walk import walk
 
 NAME = "reciprocal_to_scalar"
 SUMMARY = "Move nisa.reciprocal from the Vector Engine to a ScalarE activation."
@@ -21,7 +22,7 @@ SUMMARY = "Move nisa.reciprocal from the Vector Engine to a ScalarE activation."
 def candidates(src):
     """Every ``nisa.reciprocal(...)`` call with only data/dtype/mask arguments."""
     out = []
-    for node in ast.walk(src.tree):
+    for node in walk(src.tree):
         if src.call_name(node) != "nisa.reciprocal":
             continue
         args = A.call_args(node, "nisa.reciprocal")

@@ -33,6 +33,7 @@ from .base import Candidate
 from .imports import isa_prefix
 from .scale_to_activation import column_names
 from .source import Edit
+from .walk import walk
 
 NAME = "reduce_to_activation"
 SUMMARY = "Compute a row sum of an activation's result in the activation itself (activation_reduce)."
@@ -137,7 +138,7 @@ def _in_body(src, defs, rank2, body):
                 s = s2.targets[0].id
                 between = body[i + 1:j]
                 if len(defs.get(s, [])) == 1 and s != data.id and \
-                        not any(t in A.written_roots(src, b) or any(n.id == s for n in ast.walk(b)
+                        not any(t in A.written_roots(src, b) or any(n.id == s for n in walk(b)
                                                                     if isinstance(n, ast.Name)) for b in between):
                     out.append(_cand(src, body, s1, s2, t, s, fn, data.id, extra))
                 break

@@ -21,6 +21,7 @@ import ast
 
 from . import analysis as A
 from .base import Candidate
+from .walk import walk
 
 NAME = "retile"
 SUMMARY = "Set a local tile-size constant (TILE_N = 512, tile_size_S = 512, ...) to another power of two."
@@ -74,7 +75,7 @@ def _trip_follows(src, read, name):
 
 def _cap(src, func, name):
     cap = 4096
-    for node in ast.walk(func):
+    for node in walk(func):
         if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Call) \
                 and src.call_name(node.value) == "nl.arange" and name in A.read_names(node.value) \
                 and isinstance(node.slice, ast.Tuple) and node.slice.elts and isinstance(node.slice.elts[0], ast.Slice) \

@@ -36,6 +36,7 @@ from . import analysis as A
 from . import patterns as P
 from .imports import isa_prefix
 from .scale_to_activation import column_names
+from .walk import walk
 
 
 def sites(src):
@@ -44,7 +45,7 @@ def sites(src):
     for func in A.functions(src.tree):
         defs = A.bindings(func)
         cols = column_names(src, func, A.Scalars(src, func))
-        for node in ast.walk(func):
+        for node in walk(func):
             s = _site(src, func, defs, cols, node)
             if s is not None:
                 out.append(s)
@@ -78,9 +79,9 @@ def _site(src, func, defs, cols, s1):
     loop = src.parents.get(s1)
     if not isinstance(loop, ast.For):
         return None
-    r_def = [n for n in ast.walk(loop) if isinstance(n, ast.Assign) and any(
+    r_def = [n for n in walk(loop) if isinstance(n, ast.Assign) and any(
         isinstance(t, ast.Name) and t.id == r for t in n.targets)]
-    a_def = [n for n in ast.walk(loop) if isinstance(n, ast.Assign) and any(
+    a_def = [n for n in walk(loop) if isinstance(n, ast.Assign) and any(
         isinstance(t, ast.Name) and t.id == a for t in n.targets)]
     if len(r_def) != 1 or r_def[0] not in body[:i] or len(a_def) != 1 or a_def[0] not in body[:i]:
         return None
@@ -210,7 +211,7 @@ def _accumulated(src, func, defs, loop, mm):
     if len(values) != 1 or values[0] is None or src.call_name(values[0]) != "nl.zeros" or not any(
             k.arg == "buffer" and src.qualname(k.value) == "nl.psum" for k in values[0].keywords):
         return None
-    mentions = [n for n in ast.walk(func) if isinstance(n, ast.Name) and n.id == acc]
+    mentions = [n for n in walk(func) if isinstance(n, ast.Name) and n.id == acc]
     loads = A.name_loads(func, acc)
     if len(mentions) != 3 or len(loads) != 1:  # the nl.zeros binding, this +=, the eviction
         return None

@@ -24,6 +24,7 @@ from . import analysis as A
 from . import patterns as P
 from .base import Candidate
 from .imports import isa_prefix
+from .walk import walk
 
 NAME = "scale_to_activation"
 SUMMARY = "Compute x * s on ScalarE as activation(op=nl.copy, scale=s) instead of a VectorE/auto multiply."
@@ -38,7 +39,7 @@ def candidates(src):
         scalars = A.Scalars(src, func)
         tiles = P.tile_names(src, func)
         cols = column_names(src, func, scalars)
-        for node in ast.walk(func):
+        for node in walk(func):
             if A.enclosing(src, node, (ast.FunctionDef, ast.AsyncFunctionDef)) is not func:
                 continue
             m = _match(src, node, scalars, tiles, cols)

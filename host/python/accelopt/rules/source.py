@@ -9,6 +9,7 @@ import ast
 import difflib
 
 from .errors import NotApplicable
+from .walk import freeze
 
 # Module paths (without a leading "neuronxcc.") of the two NKI namespaces.
 LANGUAGE = "nki.language"
@@ -50,6 +51,7 @@ class Source:
         self._line_start.append(pos)
         self.aliases = _module_aliases(self.tree)
         self.parents = {}
+        freeze(self.tree)
         for node in ast.walk(self.tree):
             for child in ast.iter_child_nodes(node):
                 self.parents[child] = node

@@ -56,6 +56,7 @@ from . import analysis as A
 from . import cstyle as C
 from .base import Candidate
 from .errors import NotApplicable
+from .walk import walk
 
 NAME = "split_block"
 SUMMARY = "Narrow the free-dimension block an outer loop walks (W -> W/2, W/4) so its reused tiles fit SBUF."
@@ -148,8 +149,8 @@ class _Split:
     def __init__(self, src, func, allocs, loop, trip, factor):
         self.src, self.func, self.allocs, self.loop, self.trip, self.f = src, func, allocs, loop, trip, factor
         self.x = loop.target.id
-        self.inside = {id(n) for n in ast.walk(loop)}
-        self.loops = {n.target.id: n for n in ast.walk(loop) if isinstance(n, ast.For) and n is not loop
+        self.inside = {id(n) for n in walk(loop)}
+        self.loops = {n.target.id: n for n in walk(loop) if isinstance(n, ast.For) and n is not loop
                       and isinstance(n.target, ast.Name)}
         self.edits = {}  # id(node) -> (node, text)
         self.narrowed = set()  # ids of arange subscripts whose extent is divided
@@ -198,7 +199,7 @@ class _Split:
         src, x = self.src, self.x
         bare = {}
         roots = {}
-        for n in ast.walk(self.loop):
+        for n in walk(self.loop):
             if not (isinstance(n, ast.Name) and n.id == x) or n is self.loop.target:
                 continue
             sub, idx = _holder(src, n)
@@ -341,7 +342,7 @@ class _Split:
         src = self.src
         for j, _tc in self.chunks.items():
             lp = self.loops[j]
-            for n in ast.walk(self.loop):
+            for n in walk(self.loop):
                 if not (isinstance(n, ast.Name) and n.id == j) or n is lp.target:
                     continue
                 sub, idx = _holder(src, n)
@@ -363,14 +364,14 @@ class _Split:
         """A statement that narrows an nl.arange(W) narrows every nl.arange(W) of the same expansion in it."""
         src = self.src
         stmts = {}
-        for n in ast.walk(self.loop):
+        for n in walk(self.loop):
             if isinstance(n, ast.Subscript) and id(n) in self.narrowed:
                 st = A.statement_of(src, n)
                 stmts[id(st)] = st
         for st in stmts.values():
-            narrowed = {(C.arange(src, n)[0], C.arange(src, n)[1]) for n in ast.walk(st)
+            narrowed = {(C.arange(src, n)[0], C.arange(src, n)[1]) for n in walk(st)
                         if isinstance(n, ast.Subscript) and id(n) in self.narrowed}
-            for n in ast.walk(st):
+            for n in walk(st):
                 if isinstance(n, ast.Subscript) and id(n) not in self.narrowed:
                     a = C.arange(src, n)
                     if a is not None and (a[0], a[1]) in narrowed:
@@ -379,7 +380,7 @@ class _Split:
     def _invariant_loads(self):
         """True if the loop loads data that does not depend on it (its traffic grows f times)."""
         src = self.src
-        for n in ast.walk(self.loop):
+        for n in walk(self.loop):
             if isinstance(n, ast.Call) and src.call_name(n) == "nl.load":
                 args = A.call_args(n, "nl.load") or {}
                 if self.x not in A.read_names(args.get("src", n)):

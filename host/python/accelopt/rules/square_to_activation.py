@@ -11,6 +11,7 @@ import ast
 from . import analysis as A
 from . import patterns as P
 from .base import Candidate
+from .walk import walk
 
 NAME = "square_to_activation"
 SUMMARY = "Compute a*a as a ScalarE square activation instead of a VectorE multiply."
@@ -21,7 +22,7 @@ def candidates(src):
     out = []
     for func in A.functions(src.tree):
         tiles = P.tile_names(src, func)
-        for node in ast.walk(func):
+        for node in walk(func):
             if A.enclosing(src, node, (ast.FunctionDef, ast.AsyncFunctionDef)) is not func:
                 continue
             ops = P.multiply_operands(src, node)

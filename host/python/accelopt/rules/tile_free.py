@@ -49,6 +49,7 @@ from .base import Candidate
 from .errors import NotApplicable
 from .source import Edit
 from .widen import NL_OK, NISA_OK
+from .walk import walk
 
 NAME = "tile_free"
 SUMMARY = "Strip-mine the free dimension of a loop body into chunks (carrying a scan's state)."
@@ -67,7 +68,7 @@ def _zero_to(node):
 def _last_slices(stmt):
     """[(subscript, last Slice node)] of subscripts in ``stmt`` whose last index is a ``0:E`` slice."""
     out = []
-    for n in ast.walk(stmt):
+    for n in walk(stmt):
         if isinstance(n, ast.Subscript):
             elts = n.slice.elts if isinstance(n.slice, ast.Tuple) else [n.slice]
             if elts and _zero_to(elts[-1]):
@@ -77,13 +78,13 @@ def _last_slices(stmt):
 
 def _bcast_shapes(stmt):
     """[shape Tuple node] of ``x.broadcast_to((P, E))`` calls in ``stmt``."""
-    return [c.args[0] for c in ast.walk(stmt) if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+    return [c.args[0] for c in walk(stmt) if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
             and c.func.attr == "broadcast_to" and len(c.args) == 1 and isinstance(c.args[0], ast.Tuple)
             and len(c.args[0].elts) == 2]
 
 
 def _call_ok(src, stmt):
-    for n in ast.walk(stmt):
+    for n in walk(stmt):
         if isinstance(n, ast.Call):
             if isinstance(n.func, ast.Attribute) and n.func.attr == "broadcast_to":
                 continue
@@ -104,7 +105,7 @@ def candidates(src):
     """One candidate per (qualifying loop, chunk size)."""
     out = []
     for func in A.functions(src.tree):
-        for loop in ast.walk(func):
+        for loop in walk(func):
             if not isinstance(loop, ast.For) or not A.is_range_loop(src, loop) or not src.owns_lines(loop):
                 continue
             plan = _analyse(src, func, loop)
@@ -142,7 +143,7 @@ def _analyse(src, func, loop):
     for stmt in loop.body:
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
             continue  # a string marker (' end loop i2 ')
-        mentions_e = any(isinstance(n, ast.Name) and n.id == e for n in ast.walk(stmt))
+        mentions_e = any(isinstance(n, ast.Name) and n.id == e for n in walk(stmt))
         reads = A.read_names(stmt)
         full_input = any(isinstance(a, ast.Name) and a.id not in chunked_names
                          and _full_width(src, func, a.id, e, set()) for a in _data_operands(src, stmt))
@@ -168,20 +169,20 @@ def _analyse(src, func, loop):
         # every use of E must be a 0:E last slice or a broadcast shape's last entry
         allowed = {id(sl.upper) for _s, sl in _last_slices(stmt)} | \
             {id(shape.elts[1]) for shape in _bcast_shapes(stmt)}
-        if any(isinstance(n, ast.Name) and n.id == e and id(n) not in allowed for n in ast.walk(stmt)):
+        if any(isinstance(n, ast.Name) and n.id == e and id(n) not in allowed for n in walk(stmt)):
             return None
         for shape in _bcast_shapes(stmt):
             plan.partitions = plan.partitions or src.segment(shape.elts[0])
         plan.chunked.append(stmt)
-    if not any(src.call_name(n) not in (None, "nl.load", "nl.store") for st in plan.chunked for n in ast.walk(st)
+    if not any(src.call_name(n) not in (None, "nl.load", "nl.store") for st in plan.chunked for n in walk(st)
                if isinstance(n, ast.Call)):
         return None  # only DMAs: chunking them makes more, smaller transfers
     if plan.scan is not None and plan.partitions is None:
         return None
     # tiles from outside used as data operands must be full width (sliced); chunked names must not escape
     bound_in = {n.id for n in A.name_stores(loop)}
-    inside = {id(n) for n in ast.walk(loop)}
-    for n in ast.walk(func):
+    inside = {id(n) for n in walk(loop)}
+    for n in walk(func):
         if isinstance(n, ast.Name) and n.id in chunked_names and id(n) not in inside:
             return None
     for stmt in plan.chunked:
@@ -205,7 +206,7 @@ _DATA_KW = {"data", "data1", "data2", "x", "y", "value", "src"}
 def _data_operands(src, stmt):
     """Tile operands that follow the free dimension: positional tile args and data-like keywords."""
     out = []
-    for c in ast.walk(stmt):
+    for c in walk(stmt):
         if not isinstance(c, ast.Call) or src.call_name(c) in (None, "nl.load", "nl.store"):
             continue
         q = src.call_name(c)
@@ -244,7 +245,7 @@ def _cand(src, loop, plan, t):
     def edits():
         nl = src.prefix("nl")
         var, start = f"{e}_t", f"{e}_0"
-        used = {n.id for n in ast.walk(src.tree) if isinstance(n, ast.Name)}
+        used = {n.id for n in walk(src.tree) if isinstance(n, ast.Name)}
         carry = f"{plan.scan[0].targets[0].id}_carry" if plan.scan else None
         if {var, start, carry} & used:
             raise NotApplicable(f"tile_free: a generated name is taken ({var}, {start}, {carry})")

@@ -16,6 +16,7 @@ import re
 
 from .base import Candidate
 from .source import Edit
+from .walk import walk
 
 NAME = "tunable"
 SUMMARY = "Set a declared tunable (# accelopt: tunable NAME = V choices=[...]) to another choice."
@@ -40,7 +41,7 @@ def declarations(src):
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for t in targets:
-                for n in ast.walk(t):
+                for n in walk(t):
                     if isinstance(n, ast.Name):
                         counts[n.id] = counts.get(n.id, 0) + 1
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):

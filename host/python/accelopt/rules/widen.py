@@ -37,6 +37,7 @@ import ast
 from . import analysis as A
 from .base import Candidate
 from .source import Edit
+from .walk import walk
 
 NAME = "widen_loop"
 SUMMARY = "Merge iterations of an elementwise affine_range loop into wider free-dimension tiles."
@@ -60,7 +61,7 @@ def mul_j(expr, j):
     """W for ``j * W`` or ``W * j`` (W free of j), else None."""
     if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mult):
         for a, b in ((expr.left, expr.right), (expr.right, expr.left)):
-            if _is_j(a, j) and not any(_is_j(n, j) for n in ast.walk(b)):
+            if _is_j(a, j) and not any(_is_j(n, j) for n in walk(b)):
                 return b
     return None
 
@@ -69,7 +70,7 @@ def mul_j1(expr, j):
     """W for ``(j + 1) * W``, ``W * (j + 1)`` or ``j * W + W``, else None."""
     if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mult):
         for a, b in ((expr.left, expr.right), (expr.right, expr.left)):
-            if isinstance(a, ast.BinOp) and isinstance(a.op, ast.Add) and not any(_is_j(n, j) for n in ast.walk(b)):
+            if isinstance(a, ast.BinOp) and isinstance(a.op, ast.Add) and not any(_is_j(n, j) for n in walk(b)):
                 pair = (a.left, a.right)
                 if any(_is_j(p, j) for p in pair) and any(isinstance(p, ast.Constant) and p.value == 1
                                                           for p in pair):
@@ -93,7 +94,7 @@ def _analyse(src, func, loop):
     """_Body if the loop satisfies the preconditions, else None."""
     j = loop.target.id
     info = _Body()
-    body_nodes = [n for s in loop.body for n in ast.walk(s)]
+    body_nodes = [n for s in loop.body for n in walk(s)]
     for s in loop.body:
         if not isinstance(s, (ast.Assign, ast.Expr)):
             return None
@@ -134,7 +135,7 @@ def _analyse(src, func, loop):
             return None
         info.width = w0
         info.slices.append(last)
-        inside_slices.update(id(x) for x in ast.walk(last))
+        inside_slices.update(id(x) for x in walk(last))
     if not info.slices:
         return None
     if any(_is_j(n, j) and id(n) not in inside_slices for n in body_nodes):
@@ -151,25 +152,25 @@ def _analyse(src, func, loop):
     allowed = set()
     for n in body_nodes:
         if isinstance(n, ast.Subscript):
-            allowed.update(id(x) for x in ast.walk(n.slice))
+            allowed.update(id(x) for x in walk(n.slice))
             if isinstance(n.slice, ast.Tuple) and n.slice.elts and n.slice.elts[-1] in info.slices:
                 base = n.value
                 if isinstance(base, ast.Name):
                     allowed.add(id(base))
         if isinstance(n, ast.Call):
-            allowed.update(id(x) for x in ast.walk(n.func))
+            allowed.update(id(x) for x in walk(n.func))
             for k in n.keywords:
                 if k.arg in _OPERAND_KWARGS:
-                    allowed.update(id(x) for x in ast.walk(k.value))
+                    allowed.update(id(x) for x in walk(k.value))
     for n in body_nodes:
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in local:
             if id(n) not in allowed and n.id not in scalars.names:
                 return None
     # tiles made in the loop must not be used after it (their width changes), except by
     # another loop that binds the name afresh first (e.g. the remainder loop of a widening)
-    inside = {id(n) for n in ast.walk(loop)}
+    inside = {id(n) for n in walk(loop)}
     made = {n.id for s in loop.body for n in A.name_stores(s)}
-    for n in ast.walk(func):
+    for n in walk(func):
         if isinstance(n, ast.Name) and n.id in made and id(n) not in inside \
                 and isinstance(n.ctx, ast.Load) and not rebound_first(src, n, loop):
             return None
@@ -181,10 +182,10 @@ def rebound_first(src, name_node, loop):
     ``name = ...``) in a statement before any statement that mentions it otherwise."""
     other = A.enclosing(src, name_node, (ast.For,))
     while other is not None and other is not loop:
-        if any(n is loop for n in ast.walk(other)):
+        if any(n is loop for n in walk(other)):
             return False  # an enclosing loop of ours: the name could be read after our loop
         for stmt in other.body:
-            mentions = [n for n in ast.walk(stmt) if isinstance(n, ast.Name) and n.id == name_node.id]
+            mentions = [n for n in walk(stmt) if isinstance(n, ast.Name) and n.id == name_node.id]
             if not mentions:
                 continue
             return isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 \
@@ -197,7 +198,7 @@ def rebound_first(src, name_node, loop):
 def candidates(src):
     """Widening by 2 (and fully, for a literal trip count) of every qualifying loop."""
     out = []
-    for loop in ast.walk(src.tree):
+    for loop in walk(src.tree):
         if not A.is_range_loop(src, loop, ("nl.affine_range",)) or not isinstance(loop.target, ast.Name):
             continue
         call = loop.iter
