@@ -90,9 +90,9 @@ void Progress::SearchItemsPlanned(int64_t total) {
   if (search_depth_ > 0) search_.ItemsPlanned(total);
 }
 
-void Progress::SearchItemDone() {
+void Progress::SearchItemDone(bool reused) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (search_depth_ > 0) search_.ItemDone();
+  if (search_depth_ > 0) search_.ItemDone(reused);
 }
 
 void Progress::SearchCarry(const nlohmann::json& carry) {

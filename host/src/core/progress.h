@@ -38,7 +38,8 @@ class Progress {
   void SearchIterationFinished();
   /// A for_each inside the loop starts with `total` items / finishes one item (a candidate evaluated).
   void SearchItemsPlanned(int64_t total);
-  void SearchItemDone();
+  /// `reused`: the item's outputs came from an earlier attempt (resume).
+  void SearchItemDone(bool reused = false);
   /// The loop's carry changed (its `best` map gives the best speedup so far).
   void SearchCarry(const nlohmann::json& carry);
   /// The loop group ended.

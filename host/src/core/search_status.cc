@@ -58,7 +58,10 @@ void SearchStatus::BeginIteration(int64_t iteration) {
 
 void SearchStatus::ItemsPlanned(int64_t total) { planned_this_iteration_ += total; }
 
-void SearchStatus::ItemDone() { ++evaluated_; }
+void SearchStatus::ItemDone(bool reused) {
+  ++evaluated_;
+  if (reused) ++reused_;
+}
 
 void SearchStatus::Carry(const nlohmann::json& carry) {
   auto [best, geomean] = BestSpeedups(carry);
@@ -91,9 +94,11 @@ bool SearchStatus::BudgetExact() const { return iteration_ + 1 >= max_iterations
 
 std::optional<double> SearchStatus::EtaSeconds(Clock::time_point now) const {
   auto budget = Budget();
-  if (!budget || evaluated_ == 0) return std::nullopt;
+  // A resumed run replays its finished candidates in no time: only fresh ones give the rate.
+  const int64_t fresh = evaluated_ - reused_;
+  if (!budget || fresh <= 0) return std::nullopt;
   const double elapsed = std::chrono::duration<double>(now - started_).count();
-  return elapsed / static_cast<double>(evaluated_) * static_cast<double>(std::max<int64_t>(0, *budget - evaluated_));
+  return elapsed / static_cast<double>(fresh) * static_cast<double>(std::max<int64_t>(0, *budget - evaluated_));
 }
 
 std::string SearchStatus::Line(Clock::time_point now) const {

@@ -34,8 +34,9 @@ class SearchStatus {
   void BeginIteration(int64_t iteration);
   /// A for_each stage of the body starts with `total` items.
   void ItemsPlanned(int64_t total);
-  /// One item of such a stage finished.
-  void ItemDone();
+  /// One item of such a stage finished; `reused`: taken from an earlier attempt of a resumed
+  /// run (it counts as evaluated, but not in the time per candidate of the ETA).
+  void ItemDone(bool reused = false);
   /// The loop's carry changed (its `best` gives the best speedup).
   void Carry(const nlohmann::json& carry);
   /// The current iteration finished.
@@ -50,7 +51,8 @@ class SearchStatus {
   /// Best speedup over the baseline among the cases (max) and their geomean.
   std::optional<double> best_speedup() const { return best_; }
   std::optional<double> geomean_speedup() const { return geomean_; }
-  /// Seconds left: time per candidate so far times the candidates left.
+  /// Seconds left: time per candidate evaluated so far in this process (reused ones left
+  /// out) times the candidates left; nullopt before one is evaluated.
   std::optional<double> EtaSeconds(Clock::time_point now) const;
   /// "optimize 2/16 · 17/≈1152 candidates · best 1.198x (geomean 1.164x) · ETA 12m30s".
   std::string Line(Clock::time_point now) const;
@@ -60,6 +62,7 @@ class SearchStatus {
   int64_t max_iterations_ = 0;
   int64_t iteration_ = 0;
   int64_t evaluated_ = 0;
+  int64_t reused_ = 0;                 // of evaluated_: reused from an earlier attempt (resume)
   int64_t done_before_iteration_ = 0;  // items of the finished iterations
   int64_t planned_this_iteration_ = 0;
   int64_t last_iteration_items_ = 0;   // items of the last finished iteration

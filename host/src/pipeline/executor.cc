@@ -500,6 +500,7 @@ Executor::StageRecord Executor::RunForEach(const StageSpec& spec, const fs::path
       char name[32];
       std::snprintf(name, sizeof(name), "item-%04zu", i);
       int attempts = 0;
+      bool reused = false;
       std::string sha256;
       const std::string rel = fs::relative(dir / name, run_dir_.path()).string();
       auto fail = [&](const StageError& error) {
@@ -517,7 +518,8 @@ Executor::StageRecord Executor::RunForEach(const StageSpec& spec, const fs::path
         outputs[i] = Invoke(spec, dir / name, item_context, spec.id + "[" + std::to_string(i) + "]", &attempts, &sha256);
         if (outputs[i].is_object() && outputs[i].value("ok", true) == false) not_ok++;
         run_dir_.WriteJson(dir / name / "status.json", {{"status", "ok"}, {"attempts", attempts}});
-        json event = {{"event", "item_finished"}, {"stage", spec.id}, {"item", i}, {"dir", rel}, {"status", "ok"}, {"reused", attempts == 0}};
+        reused = attempts == 0;
+        json event = {{"event", "item_finished"}, {"stage", spec.id}, {"item", i}, {"dir", rel}, {"status", "ok"}, {"reused", reused}};
         if (!sha256.empty()) event["outputs_sha256"] = sha256;
         Record(std::move(event));
       } catch (const StageError& error) {
@@ -525,7 +527,7 @@ Executor::StageRecord Executor::RunForEach(const StageSpec& spec, const fs::path
       } catch (const std::exception& error) {  // e.g. a symlink refused in the item's folder: this item fails, not the host
         fail(StageError("stage_error", error.what()));
       }
-      if (in_search) progress_.SearchItemDone();
+      if (in_search) progress_.SearchItemDone(reused);
       progress_.Item(spec.id, ++done, total, "");
     }
   };

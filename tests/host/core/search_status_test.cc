@@ -99,6 +99,23 @@ TEST_CASE("the ETA is the time per candidate so far times the candidates left", 
   CHECK_THAT(status.Line(t0 + std::chrono::seconds(10)), Catch::EndsWith("ETA 0m10s"));
 }
 
+TEST_CASE("a resumed run's reused candidates count as evaluated but not in the ETA's rate", "[core][progress]") {
+  SearchStatus status;
+  auto t0 = SearchStatus::Clock::now();
+  status.Start("search", 2, t0, 20);
+  status.BeginIteration(0);
+  status.ItemsPlanned(10);
+  for (int i = 0; i < 10; ++i) status.ItemDone(/*reused=*/true);  // replayed in no time
+  status.EndIteration();
+  CHECK(status.evaluated() == 10);
+  CHECK_FALSE(status.EtaSeconds(t0 + std::chrono::milliseconds(50)));  // no fresh candidate yet
+  status.BeginIteration(1);
+  status.ItemsPlanned(10);
+  for (int i = 0; i < 2; ++i) status.ItemDone();
+  // 2 fresh candidates in 20 s, 8 left: 80 s (the 10 reused ones would have made it 13 s).
+  CHECK(*status.EtaSeconds(t0 + std::chrono::seconds(20)) == Approx(80.0));
+}
+
 TEST_CASE("the best speedup comes from the carry's best map", "[core][progress]") {
   json carry = {{"best", {{"silu", {{"latency_ms", 0.04}, {"baseline_latency_ms", 0.05}}},
                           {"adamw", {{"speedup_vs_baseline", 1.0}}},
