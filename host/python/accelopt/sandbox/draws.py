@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import compare, profile
 from . import codec, draw_cache, draw_store
+from .hidden_rng import fast_global_rng
 
 # np.random.seed + get_inputs must not interleave between host threads.
 RNG_LOCK = threading.Lock()
@@ -166,13 +167,20 @@ def settle():
     _EXECUTOR.submit(lambda: None).result()
 
 
-def draw(reference, seed):
+def draw(reference, seed, hidden=False):
     """A Draw of ``reference`` for ``seed``, its reference outputs not yet started.
-    Raises HarnessError(reference_error) when get_inputs or transform_to_nki_inputs fail."""
+    ``hidden``: a hidden set (any stream of the reference's distributions will do: drawn
+    through hidden_rng's fast Generator) rather than a published seed (NumPy's legacy
+    stream, as AccelOpt draws it). Raises HarnessError(reference_error) when get_inputs
+    or transform_to_nki_inputs fail."""
     start = time.perf_counter()
     with RNG_LOCK:
-        np.random.seed(seed)
-        inputs = profile._reference_call("get_inputs()", reference.get_inputs)
+        if hidden:
+            with fast_global_rng(seed):
+                inputs = profile._reference_call("get_inputs()", reference.get_inputs)
+        else:
+            np.random.seed(seed)
+            inputs = profile._reference_call("get_inputs()", reference.get_inputs)
     nki_inputs = profile._reference_call("transform_to_nki_inputs()", reference.transform_to_nki_inputs, inputs)
     return Draw(seed, inputs, nki_inputs, (time.perf_counter() - start) * 1e3)
 
@@ -236,7 +244,7 @@ class HiddenSpares:
             if hidden is not None and hidden.seed in excluded:
                 hidden = None
         if hidden is None:
-            hidden = draw(reference, secret_seed(excluded))  # its reference starts with its pass
+            hidden = draw(reference, secret_seed(excluded), hidden=True)  # its reference starts with its pass
             self.drawn += 1
         else:
             was_spare = True
@@ -246,7 +254,7 @@ class HiddenSpares:
         return hidden, was_spare
 
     def _prepare_spare(self, reference, key, excluded):
-        future = _EXECUTOR.submit(lambda: draw(reference, secret_seed(excluded)).start(reference))
+        future = _EXECUTOR.submit(lambda: draw(reference, secret_seed(excluded), hidden=True).start(reference))
         with self._lock:
             self._spares[key] = future
             self._spares.move_to_end(key)
