@@ -21,6 +21,7 @@ docs/benchmarks/search-quality.txt.
 """
 import argparse
 import glob
+import hashlib
 import json
 import math
 import os
@@ -74,7 +75,7 @@ def _profile(build, kernel, reference):
 
 
 def _recorded_metrics(run):
-    """{kernel path: profile metrics} of every kernel the run profiled (baselines and candidates:
+    """{kernel file SHA-256: profile metrics} of every kernel the run profiled (baselines and candidates:
     stages/**/item-*/profile.json with the case its inputs.json names); read once, no re-run."""
     found = {}
     for path in glob.glob(os.path.join(run, "stages", "**", "item-*", "profile.json"), recursive=True):
@@ -86,8 +87,19 @@ def _recorded_metrics(run):
         except (OSError, ValueError):
             continue
         if record.get("correct") and isinstance(record.get("metrics"), dict) and case.get("kernel"):
-            found[os.path.realpath(case["kernel"])] = record["metrics"]
+            key = _file_key(case["kernel"])
+            if key:
+                found[key] = record["metrics"]
     return found
+
+
+def _file_key(path):
+    """SHA-256 of a kernel file's bytes (the report names copies of the profiled files), or None."""
+    try:
+        with open(path, "rb") as handle:
+            return hashlib.sha256(handle.read()).hexdigest()
+    except OSError:
+        return None
 
 
 def effects(run, nkibench, build, rows, out=sys.stdout):
@@ -109,8 +121,8 @@ def effects(run, nkibench, build, rows, out=sys.stdout):
         print(f"\n{r['problem']}: {r['original_latency_ms']:.4f} -> {r['best_latency_ms']:.4f} ms", file=out)
         for step in chain:
             print(f"  {step.get('rule_plan_id')}: {EFFECTS.get(step.get('rule'), '')}", file=out)
-        before = recorded.get(os.path.realpath(case.kernel)) or _profile(build, case.kernel, case.task)
-        after = recorded.get(os.path.realpath(r["kernel"])) or _profile(build, r["kernel"], case.task)
+        before = recorded.get(_file_key(case.kernel)) or _profile(build, case.kernel, case.task)
+        after = recorded.get(_file_key(r["kernel"])) or _profile(build, r["kernel"], case.task)
         if before is None or after is None:
             print("  (re-profiling failed)", file=out)
             continue
