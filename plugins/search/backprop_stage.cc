@@ -87,10 +87,11 @@ json RunMcgsBackprop(StageContext& ctx) {
       }
       AddEvent(graph, event);
       const std::string incumbent = cg.value("incumbent", "n0");
-      if (ok && latency < cg["nodes"][incumbent].value("latency_ms", 1e300) && !ValidatedForResult(record)) {
+      const bool beats = ok && BeatsIncumbent(latency, cg["nodes"][incumbent].value("latency_ms", 1e300), params.min_gain);
+      if (beats && !ValidatedForResult(record)) {
         ctx.Warn(case_name + ": " + id + " is faster than the incumbent but was only screened (not confirmed); "
                  "it does not become the incumbent (is confirm_below_ms the incumbent's latency?)");
-      } else if (ok && latency < cg["nodes"][incumbent].value("latency_ms", 1e300)) {
+      } else if (beats) {
         cg["incumbent"] = id;
         json member = AsMember(record);
         member["search_node"] = id;

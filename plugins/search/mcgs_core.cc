@@ -108,7 +108,12 @@ SearchParams ParamsFrom(const json& with) {
   p.fail_value = Num(with, "fail_value", p.fail_value);
   p.workers = std::max(1, static_cast<int>(Num(with, "workers", p.workers)));
   p.budget = std::max(0, static_cast<int>(Num(with, "budget", p.budget)));
+  p.min_gain = std::clamp(Num(with, "min_gain", p.min_gain), 0.0, 0.5);
   return p;
+}
+
+bool BeatsIncumbent(double latency_ms, double incumbent_ms, double min_gain) {
+  return latency_ms > 0 && latency_ms < incumbent_ms * (1.0 - min_gain);
 }
 
 double Puct(double q, double prior, double parent_visits, double edge_visits, double c_puct) {

@@ -39,6 +39,7 @@ struct SearchParams {
   double fail_value = -0.5;       ///< value of a failed candidate (log-speedup units)
   int workers = 1;                ///< selections (evaluations in flight) per problem and round
   int budget = 40;                ///< candidate evaluations per problem
+  double min_gain = 0.005;        ///< a new incumbent is faster than the old one by more than this fraction
 };
 
 /// SearchParams from a stage's `with` (missing keys keep the defaults above).
@@ -49,6 +50,11 @@ double Puct(double q, double prior, double parent_visits, double edge_visits, do
 
 /// Children a node with `visits` visits may have: ceil(k * max(1, N)^alpha), at least 1.
 int WidenLimit(double visits, double k, double alpha);
+
+/// True when a correct kernel at `latency_ms` may replace the incumbent at `incumbent_ms`: it is faster by
+/// more than the fraction `min_gain` (0 = any gain). Smaller differences are within the cost model's
+/// error and would let a search chain moves that do nothing (docs/search.md, "Incumbent").
+bool BeatsIncumbent(double latency_ms, double incumbent_ms, double min_gain);
 
 /// Value of an evaluation: log(baseline / latency) for a correct kernel, `fail_value` otherwise.
 double Value(bool ok, double latency_ms, double baseline_ms, double fail_value);

@@ -50,7 +50,8 @@ const std::string kTransposeParams = "{" + kGraphParam + R"JSON(,
 
 const std::string kBackpropParams = "{" + kGraphParam + R"JSON(,
   "records": {"type": "any", "required": true, "doc": "native:score's outputs for the new states"},
-  "best": {"type": "any", "default": {}, "doc": "case_name -> best kernel so far (the loop's carry)"},)JSON" + kSearchParams + "}";
+  "best": {"type": "any", "default": {}, "doc": "case_name -> best kernel so far (the loop's carry)"},
+  "min_gain": {"type": "number", "default": 0.005, "doc": "a correct kernel becomes the incumbent only when faster than it by more than this fraction (clamped to 0..0.5; smaller differences are within the cost model's error; 0 = any gain)"},)JSON" + kSearchParams + "}";
 
 const std::string kInitOutputs = R"JSON({
   "graph": {"type": "object", "doc": "the search state: one graph per problem, rooted at its baseline"},

@@ -66,6 +66,19 @@ TEST_CASE("value: log speedup over the baseline, a fixed penalty for a failure",
   CHECK(Value(true, 0.0, 1.0, -0.7) == -0.7);
 }
 
+TEST_CASE("a new incumbent beats the old one by more than min_gain", "[search][mcgs]") {
+  CHECK(BeatsIncumbent(9.0, 10.0, 0.005));
+  CHECK_FALSE(BeatsIncumbent(9.991, 10.0, 0.005));  // 0.09 %: rope's retile steps, within the model's error
+  CHECK_FALSE(BeatsIncumbent(9.95, 10.0, 0.005));   // exactly the threshold is not more than it
+  CHECK(BeatsIncumbent(9.991, 10.0, 0.0));          // min_gain 0: any gain
+  CHECK_FALSE(BeatsIncumbent(10.0, 10.0, 0.0));
+  CHECK_FALSE(BeatsIncumbent(0.0, 10.0, 0.005));    // no latency
+  CHECK(BeatsIncumbent(5.0, 1e300, 0.005));         // no incumbent latency yet
+  CHECK(ParamsFrom(json::object()).min_gain == Approx(0.005));
+  CHECK(ParamsFrom({{"min_gain", 0.0}}).min_gain == 0.0);
+  CHECK(ParamsFrom({{"min_gain", 3.0}}).min_gain == Approx(0.5));  // clamped
+}
+
 TEST_CASE("Dirichlet noise: seeded, deterministic, on the simplex", "[search][mcgs]") {
   const auto a = Dirichlet(42, 5, 0.3);
   const auto b = Dirichlet(42, 5, 0.3);

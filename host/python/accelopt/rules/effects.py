@@ -63,6 +63,8 @@ EFFECTS = {
                  "stops keeping its neighbours resident (nki-facts §2.1, §3.4)",
     "split_block": "SBUF working set: the panel reused across the other dimension fits (no re-issued loads) or fits "
                    "twice (the next panel loads under this one's matmuls) (nki-facts §3.1, §3.4, §3.6, §5.2)",
+    "reblock": "HBM bytes and DMA count: the operand the inner loop loads for every outer block is read f times "
+               "less often, the wider block still fitting SBUF beside its panel (nki-facts §3.1, §3.4, §5.2)",
 }
 
 GAINS = {
@@ -70,7 +72,7 @@ GAINS = {
     "interchange": 0.5, "widen_loop": 0.15, "fuse_reciprocal": 0.3, "fuse_sigmoid": 0.5, "fuse_silu": 0.8,
     "reciprocal_to_scalar": 0.25, "square_to_activation": 0.2, "merge_tensor_scalar": 0.15,
     "scale_to_activation": 0.15, "hoist_transpose": 0.3, "evict_engine": 0.2, "tile_free": 0.4, "defer_row_scale": 0.2, "reduce_to_activation": 0.2, "affine_loop": 0.3, "merge_chunks": 0.1, "copy_engine": 0.1,
-    "merge_loads": 0.08, "merge_stores": 0.05, "hoist_nest": 0.2, "split_block": 0.3, "fuse_nests": 0.5, "narrow_load": 0.3, "block_dim": 0.2,
+    "merge_loads": 0.08, "merge_stores": 0.05, "hoist_nest": 0.2, "split_block": 0.3, "reblock": 0.3, "fuse_nests": 0.5, "narrow_load": 0.3, "block_dim": 0.2,
 }
 
 

@@ -51,6 +51,7 @@ as possible" and notes that beyond it "spilling and reloading ... will
 happen" (S3 ``tutorials/matrix_multiplication.rst``).
 """
 import ast
+from fractions import Fraction
 
 from . import analysis as A
 from . import cstyle as C
@@ -71,7 +72,7 @@ def candidates(src):
     for func, allocs, loop, t in C.counted_loops(src, 1):
         for f in FACTORS:
             try:
-                plan = _Split(src, func, allocs, loop, t, f).plan()
+                plan = _Split(src, func, allocs, loop, t, Fraction(1, f)).plan()
             except NotApplicable:
                 plan = None
             if plan is not None:
@@ -146,8 +147,13 @@ def _holder(src, expr):
 
 
 class _Split:
-    def __init__(self, src, func, allocs, loop, trip, factor):
-        self.src, self.func, self.allocs, self.loop, self.trip, self.f = src, func, allocs, loop, trip, factor
+    """The edits that rescale the block ``loop`` walks: widths times ``ratio`` (``Fraction(1, f)`` narrows,
+    as this rule does; an integer f > 1 widens, as ``reblock`` does), the trip count and the block
+    dimensions it indexes divided by it. :meth:`plan` raises NotApplicable or returns None."""
+
+    def __init__(self, src, func, allocs, loop, trip, ratio):
+        self.src, self.func, self.allocs, self.loop, self.trip = src, func, allocs, loop, trip
+        self.r = Fraction(ratio)
         self.x = loop.target.id
         self.inside = {id(n) for n in walk(loop)}
         self.loops = {n.target.id: n for n in walk(loop) if isinstance(n, ast.For) and n is not loop
@@ -157,15 +163,27 @@ class _Split:
         self.chunks = {}  # chunk loop name -> trip count
         self.xlocal = {}  # (tensor, axis) -> width
 
+    def _scaled(self, n, why="a width the factor does not divide"):
+        """``n * ratio``; NotApplicable(why) unless it is a whole number."""
+        v = n * self.r
+        if v.denominator != 1:
+            raise NotApplicable(why)
+        return int(v)
+
+    def new_trip(self):
+        """The loop's trip count after the edit (``trip / ratio``); NotApplicable unless whole."""
+        v = self.trip / self.r
+        if v.denominator != 1:
+            raise NotApplicable("the factor does not divide the loop's trip count")
+        return int(v)
+
     def _edit(self, node, text):
         self.edits[id(node)] = (node, text)
 
     def _narrow(self, sub):
         arg = sub.value.args[0]
         n = _lit(arg)
-        if n % self.f:
-            raise NotApplicable("an arange the factor does not divide")
-        self._edit(arg, str(n // self.f))
+        self._edit(arg, str(self._scaled(n, "an arange the factor does not divide")))
         self.narrowed.add(id(sub))
 
     def _local(self, terms, width, sign):
@@ -191,12 +209,14 @@ class _Split:
 
     def _add_chunk(self, j):
         tc = C.trip(self.src, self.loops[j])
-        if tc % self.f:
-            raise NotApplicable(f"chunk loop {j}: the factor does not divide its count")
+        self._scaled(tc, f"chunk loop {j}: the factor does not divide its count")
         self.chunks[j] = tc
 
-    def plan(self):
+    def plan(self, benefit=True):
+        """{"panel", "tensors", "chunks", "widths"} once every edit is known; None when the loop walks no
+        block, or (``benefit``) when narrowing it buys nothing (module docstring)."""
         src, x = self.src, self.x
+        self.new_trip()
         bare = {}
         roots = {}
         for n in walk(self.loop):
@@ -221,12 +241,13 @@ class _Split:
             s = xs[0][2]
             width = abs(s)
             cnode = _coef_node(xs[0][3])
-            if cnode is None or width % self.f:
-                raise NotApplicable("a bare loop variable, or a width the factor does not divide")
+            if cnode is None:
+                raise NotApplicable("a bare loop variable")
+            self._scaled(width, "a width the factor does not divide")
             local = self._local([t for t in terms if t is not xs[0]], width, 1 if s > 0 else -1)
             if local is None:
                 raise NotApplicable("an x term without a block-local rest")
-            self._edit(cnode, str(_lit(cnode) // self.f))
+            self._edit(cnode, str(self._scaled(_lit(cnode))))
             if local[0] == "arange":
                 self._narrow(local[1])
             else:
@@ -240,7 +261,7 @@ class _Split:
         self._check_statements()
         panel = self._panel_bytes()
         extra = self._invariant_loads()
-        if panel < MIN_PANEL_BYTES or (extra and panel <= RESIDENT_BYTES):
+        if benefit and (panel < MIN_PANEL_BYTES or (extra and panel <= RESIDENT_BYTES)):
             return None
         return {"panel": panel, "tensors": sorted({n for n, _a in self.xlocal}), "chunks": sorted(self.chunks),
                 "widths": sorted(set(self.xlocal.values()))}
@@ -309,7 +330,7 @@ class _Split:
         src = self.src
         for (name, axis), width in self.xlocal.items():
             a = self.allocs[name]
-            if axis <= a.par or a.dims[axis] != width or width % self.f:
+            if axis <= a.par or a.dims[axis] != width:
                 raise NotApplicable("a block axis whose extent is not the block width")
             for sub, _kind in C.accesses(src, self.func, a):
                 if id(sub) not in self.inside:
@@ -323,7 +344,7 @@ class _Split:
                     self._narrow(loc[1])
                 elif loc[1] not in self.chunks:
                     raise NotApplicable("a chunk loop that is not one of the block's")
-            self._edit(a.entries[axis], str(width // self.f))
+            self._edit(a.entries[axis], str(self._scaled(width)))
         for name, q in bare.items():
             a = self.allocs[name]
             if a.dims[q] != self.trip:
@@ -332,9 +353,9 @@ class _Split:
                 e = C.entries(sub)
                 if id(sub) not in self.inside or not (isinstance(e[q], ast.Name) and e[q].id == self.x):
                     raise NotApplicable(f"{name} accessed without the loop variable")
-            self._edit(a.entries[q], str(self.f * self.trip))
+            self._edit(a.entries[q], str(self.new_trip()))
         for j, tc in self.chunks.items():
-            self._edit(self.loops[j].iter.args[0], str(tc // self.f))
+            self._edit(self.loops[j].iter.args[0], str(self._scaled(tc)))
 
     def _check_chunk_uses(self):
         """Every occurrence of a chunk loop variable: a bare block index of an on-chip tensor, or part of
@@ -348,6 +369,7 @@ class _Split:
                 sub, idx = _holder(src, n)
                 if sub is not None and isinstance(sub.value, ast.Name) and sub.value.id in self.allocs:
                     if idx < self.allocs[sub.value.id].par:
+                        self._grow_block_dim(self.allocs[sub.value.id], idx, j)
                         continue
                     if (sub.value.id, idx) in self.xlocal:
                         continue  # c * j alone at a block axis
@@ -359,6 +381,19 @@ class _Split:
                 hsub, hidx = _holder(src, r)
                 if hsub is None or not isinstance(hsub.value, ast.Name) or (hsub.value.id, hidx) not in self.xlocal:
                     raise NotApplicable(f"chunk loop variable {j} used in another way")
+
+    def _grow_block_dim(self, a, idx, j):
+        """A widened block's chunk loop ``j`` runs more often: the block dimension it indexes grows with it
+        (a narrowed one keeps its extent: fewer of its blocks are used)."""
+        if self.r <= 1:
+            return
+        need = self._scaled(self.chunks[j])
+        if a.dims[idx] is None:
+            raise NotApplicable(f"{a.name}: a block dimension of unknown extent indexed by chunk loop {j}")
+        if need > a.dims[idx]:
+            if a.dims[idx] != self.chunks[j]:
+                raise NotApplicable(f"{a.name}: block dimension {idx} is not chunk loop {j}'s count")
+            self._edit(a.entries[idx], str(need))
 
     def _check_statements(self):
         """A statement that narrows an nl.arange(W) narrows every nl.arange(W) of the same expansion in it."""
@@ -412,7 +447,7 @@ def _cand(src, loop, trip, f, plan):
 
     def edits():
         func = A.enclosing(src, loop, (ast.FunctionDef, ast.AsyncFunctionDef))
-        split = _Split(src, func, C.allocations(src, func), loop, trip, f)
+        split = _Split(src, func, C.allocations(src, func), loop, trip, Fraction(1, f))
         if split.plan() is None:
             raise NotApplicable("split_block: the site changed")
         out = [src.replace_node(loop.iter.args[0], str(f * trip))]
