@@ -1,7 +1,7 @@
 """What one candidate costs, in one-thread reference forwards (issue 14).
 
 Usage: /usr/bin/python3.11 bench/candidate_cost.py [NKIBENCH_DIR] [--build DIR] [--problems a,b]
-           [--search N] [--throughput M] [--screen-seeds K] [--no-adhoc] [--no-search] [--no-screen] [--json FILE]
+           [--search N] [--throughput M] [--screen-seeds K] [--hidden-reuse R] [--no-adhoc] [--no-search] [--no-screen] [--json FILE]
 
 ``NKIBENCH_DIR`` (default: the repository's nkibench/) is an NKIBench tree
 (summary.json); every problem's full-size case (the first case that is not
@@ -26,7 +26,10 @@ Usage: /usr/bin/python3.11 bench/candidate_cost.py [NKIBENCH_DIR] [--build DIR] 
   requests of screen-then-confirm (docs/search.md; native:profile's
   screen_seeds): the screen checks the first ``--screen-seeds`` published seeds
   (default 1) plus a hidden set and times the hidden run - what a candidate
-  that is thrown away costs; the confirm checks the remaining seeds plus a
+  that is thrown away costs; its hidden set serves up to ``--hidden-reuse``
+  screens (default 8, as the search pipelines' ``hidden_reuse``; the untimed
+  first call draws it, so the timed screens show the shared set's steady
+  state); the confirm checks the remaining seeds plus a
   fresh hidden set, untimed - what a candidate that could enter the beam
   (or beat the incumbent) costs on top. ``search`` stays the unscreened cost
   (every seed in one call: ``accelopt-host profile`` and screen_seeds 0).
@@ -152,6 +155,8 @@ def main():
     parser.add_argument("--no-search", action="store_true")
     parser.add_argument("--no-screen", action="store_true", help="skip the screen and confirm columns")
     parser.add_argument("--screen-seeds", type=int, default=1, help="published seeds in a screen (1-4)")
+    parser.add_argument("--hidden-reuse", type=int, default=8,
+                        help="screens that share one hidden set, as the search pipelines' hidden_reuse (1: none)")
     parser.add_argument("--json", default="", help="also write every measurement to this file")
     parser.add_argument("--memory-limit", default="16G", help="ad hoc retry's worker memory after out_of_memory")
     parser.add_argument("--pass-bytes", default="", help="bytes of data per worker pass (ACCELOPT_PASS_BYTES, "
@@ -161,6 +166,8 @@ def main():
     if not 1 <= args.screen_seeds < len(PUBLISHED_SEEDS):
         parser.error(f"--screen-seeds must be in 1..{len(PUBLISHED_SEEDS) - 1}")
     screen_request = {"seeds": list(PUBLISHED_SEEDS[:args.screen_seeds])}
+    if args.hidden_reuse > 1:
+        screen_request["hidden_reuse"] = args.hidden_reuse
     confirm_request = {"seeds": list(PUBLISHED_SEEDS[args.screen_seeds:]), "timing": False}
     rows = []
     if args.pass_bytes:

@@ -26,6 +26,10 @@ json RunProfile(StageContext& ctx) {
                   {"seeds", ctx.Param<json>("seeds")},
                   {"timing", ctx.Param<bool>("timing")}};
   if (item.contains("problem")) request["problem"] = item["problem"];
+  const int64_t hidden_reuse = ctx.Param<int64_t>("hidden_reuse");
+  if (hidden_reuse < 1 || hidden_reuse > 64)
+    throw accelopt::sdk::StageFailure("config_error", "hidden_reuse must be in 1..64, got " + std::to_string(hidden_reuse));
+  if (hidden_reuse > 1) request["hidden_reuse"] = hidden_reuse;
   if (item.contains("values")) request["values"] = item["values"];
   const std::string isolation = ctx.Param<std::string>("isolation");
   if (isolation != "worker" && isolation != "inprocess")

@@ -60,6 +60,7 @@ json ScreenThenConfirm(const json& request, const ScreenPlan& plan, const Profil
   json confirm_request = request;
   confirm_request["seeds"] = Slice(seeds, screened, seeds.size());
   confirm_request["timing"] = false;  // the latency is the screen's, from its hidden run
+  confirm_request.erase("hidden_reuse");  // a confirmation draws a fresh hidden set (docs/isolation.md, R1)
   start = std::chrono::steady_clock::now();
   const json confirm = call(confirm_request);
   const bool passed = Correct(confirm);

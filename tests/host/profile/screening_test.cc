@@ -147,3 +147,36 @@ TEST_CASE("screen then confirm: bad screen_seeds or confirm_below_ms are configu
                     Catch::Contains("confirm_below_ms must be a number"));
   CHECK(calls.Requests().empty());
 }
+
+TEST_CASE("hidden_reuse: the screens of one reference share a hidden set, a confirmation draws its own", "[profile][screen]") {
+  TempDir dir;
+  CountingCalls calls;
+  json with = With("clip_0.py", 1, 0.001);  // below no latency: screens only
+  with["hidden_reuse"] = 3;
+  json first = RunStage("profile", with, dir.path());
+  json second = RunStage("profile", with, dir.path());
+  json third = RunStage("profile", with, dir.path());
+  json fourth = RunStage("profile", with, dir.path());
+  INFO(second.dump(2));
+  REQUIRE(calls.Requests().size() == 4);
+  CHECK(calls.Requests()[0]["hidden_reuse"] == 3);
+  CHECK(first["timings"]["hidden_reused"] == false);
+  CHECK(second["timings"]["hidden_reused"] == true);
+  CHECK(third["timings"]["hidden_reused"] == true);
+  CHECK(fourth["timings"]["hidden_reused"] == false);  // served its 3 calls: a fresh set
+  CHECK(second["latency_ms"] == first["latency_ms"]);
+  // A confirmation: the request carries no hidden_reuse, and its set is fresh.
+  with["confirm_below_ms"] = 1.0;
+  json confirmed = RunStage("profile", with, dir.path());
+  REQUIRE(calls.Requests().size() == 6);
+  CHECK(calls.Requests()[4]["hidden_reuse"] == 3);
+  CHECK_FALSE(calls.Requests()[5].contains("hidden_reuse"));
+  CHECK(confirmed["validation"] == "confirmed");
+  CHECK(confirmed["confirm"]["timings"]["hidden_reused"] == false);
+  // The default: a fresh set for every call.
+  json plain = RunStage("profile", With("clip_0.py", 1, 0.001), dir.path());
+  CHECK_FALSE(calls.Requests()[6].contains("hidden_reuse"));
+  CHECK(plain["timings"]["hidden_reused"] == false);
+  with["hidden_reuse"] = 0;
+  CHECK_THROWS_WITH(RunStage("profile", with, dir.path()), Catch::Contains("hidden_reuse must be in 1..64"));
+}

@@ -50,19 +50,46 @@ def test_hidden_sets_are_fresh_secret_draws_and_spares_serve_one_call_each():
     reference = loading.load_reference(os.path.join(FIXTURES, "ref_tiny.py"))
     spares = draws.HiddenSpares()
     seeds = {0, 21, 42}
-    first, spare = spares.take(reference, "k", seeds)
-    assert not spare and first.seed not in seeds  # first call: nothing drawn ahead, nothing prepared
-    second, spare = spares.take(reference, "k", seeds)
-    assert not spare  # the repeat prepares a spare for the next call
-    third, spare = spares.take(reference, "k", seeds)
-    assert spare and len({first.seed, second.seed, third.seed}) == 3
+    first, how = spares.take(reference, "k", seeds)
+    assert how == "drawn" and first.seed not in seeds  # first call: nothing drawn ahead, nothing prepared
+    second, how = spares.take(reference, "k", seeds)
+    assert how == "drawn"  # the repeat prepares a spare for the next call
+    third, how = spares.take(reference, "k", seeds)
+    assert how == "spare" and len({first.seed, second.seed, third.seed}) == 3
     assert np.array_equal(third.expected(), 2 * third.nki_inputs[0])
-    other, spare = spares.take(reference, "other", seeds)
-    assert not spare
-    fourth, spare = spares.take(reference, "k", seeds | {0})
+    other, how = spares.take(reference, "other", seeds)
+    assert how == "drawn"
+    fourth, how = spares.take(reference, "k", seeds | {0})
     assert fourth.seed not in (first.seed, second.seed, third.seed)
     draws.settle()  # every queued reference and spare is done
     assert fourth.reference_ms is not None
+    spares.clear()
+
+
+def test_a_hidden_set_serves_at_most_its_uses_within_the_byte_budget():
+    reference = loading.load_reference(os.path.join(FIXTURES, "ref_tiny.py"))
+    spares = draws.HiddenSpares()
+    seeds = {0, 21}
+    first, how = spares.take(reference, "k", seeds, uses=3)
+    assert how == "drawn"
+    first.start(reference)
+    again = [spares.take(reference, "k", seeds, uses=3) for _ in range(2)]
+    assert [h for _, h in again] == ["reused", "reused"] and all(d is first for d, _ in again)
+    fresh, how = spares.take(reference, "k", seeds, uses=3)  # served its three calls
+    assert how != "reused" and fresh.seed != first.seed
+    assert spares.take(reference, "other", seeds, uses=2)[0] is not fresh  # per reference
+    # a call that allows no reuse drops the kept set; a published seed equal to it is never served it
+    assert spares.take(reference, "k", seeds)[1] != "reused"
+    kept, _ = spares.take(reference, "k", seeds, uses=5)
+    assert spares.take(reference, "k", seeds | {kept.seed}, uses=5)[0] is not kept
+    spares.clear()
+    spares.take(reference, "k", seeds, uses=10**6)
+    assert spares._kept["k"][1] == draws.MAX_REUSE - 1  # clamped: a set serves at most MAX_REUSE calls
+    # the byte budget: a set larger than it is not kept
+    tight = draws.HiddenSpares(reuse_budget=1)
+    big, _ = tight.take(reference, "k", seeds, uses=5)
+    assert tight.take(reference, "k", seeds, uses=5)[0] is not big
+    draws.settle()
     spares.clear()
 
 

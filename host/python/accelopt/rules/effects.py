@@ -63,7 +63,7 @@ EFFECTS = {
                  "stops keeping its neighbours resident (nki-facts §2.1, §3.4)",
     "split_block": "SBUF working set: the panel reused across the other dimension fits (no re-issued loads) or fits "
                    "twice (the next panel loads under this one's matmuls) (nki-facts §3.1, §3.4, §3.6, §5.2)",
-    "reblock": "HBM bytes and DMA count: the operand the inner loop loads for every outer block is read f times "
+    "reblock": "HBM bytes: the operand the inner loop loads for every outer block is read f times "
                "less often, the wider block still fitting SBUF beside its panel (nki-facts §3.1, §3.4, §5.2)",
 }
 

@@ -25,9 +25,11 @@ per outer iteration (88 KiB: less would stay resident, so nothing is re-read); t
 disjoint nodes; ``f * block + panel / g`` fits usable SBUF, with g the smallest factor that makes it fit.
 Knob: f in (2, 4).
 
-Effect: HBM traffic and DMA count of the re-read operand divided by f (nki-facts §3.4, §5.2); TensorE
-work unchanged. The NKI matrix-multiplication tutorial's blocking step chooses block sizes so that the
-loaded tiles are reused for as many output tiles as the SBUF limit allows (S3
+Effect: HBM bytes of the re-read operand divided by f (nki-facts §3.4, §5.2); TensorE work unchanged.
+The DMA count does not fall with a narrowed panel (as many rhs loads of half the size; the output is
+stored in panel-wide pieces, so its stores double). The NKI matrix-multiplication tutorial's blocking
+step chooses block sizes so that the loaded tiles are reused for as many output tiles as the SBUF limit
+allows (S3
 ``tutorials/matrix_multiplication.rst``). Measured (emulated trn1, published transpose_matmul): 9.291 ms
 -> 8.535 ms for ``i0*2+i2/2`` (HBM reads 416 -> 243 MB), docs/rules.md.
 """
@@ -38,7 +40,7 @@ from . import analysis as A
 from . import cstyle as C
 from .base import Candidate
 from .errors import NotApplicable
-from .split_block import RESIDENT_BYTES, _Split
+from .split_block import RESIDENT_BYTES, BlockRescale
 from .walk import walk
 
 NAME = "reblock"
@@ -87,29 +89,29 @@ class _Reblock:
         self.outer, self.trip, self.inner, self.inner_trip, self.f = outer, trip, inner, inner_trip, f
 
     def plan(self):
-        """(outer _Split, inner _Split or None, g, block bytes, panel bytes); NotApplicable otherwise."""
+        """(outer BlockRescale, inner BlockRescale or None, g, block bytes, panel bytes); NotApplicable otherwise."""
         src, x = self.src, self.outer.target.id
         if self.trip % self.f:
             raise NotApplicable("the factor does not divide the outer trip count")
         reread = _reread_bytes(src, self.allocs, self.inner, x)
         if reread <= RESIDENT_BYTES:
             raise NotApplicable("the inner loop re-reads no operand that SBUF could not hold")
-        wide = _Split(src, self.func, self.allocs, self.outer, self.trip, self.f)
+        wide = BlockRescale(src, self.func, self.allocs, self.outer, self.trip, self.f)
         if wide.plan(benefit=False) is None:
             raise NotApplicable("the outer loop walks no block")
-        block = wide._panel_bytes()
+        block = wide.panel_bytes()
         if block == 0:
             raise NotApplicable("the outer loop loads no block")
         for g in PANEL_FACTORS:
             narrow, panel = None, reread // self.inner_trip
             if g > 1:
-                narrow = _Split(src, self.func, self.allocs, self.inner, self.inner_trip, Fraction(1, g))
+                narrow = BlockRescale(src, self.func, self.allocs, self.inner, self.inner_trip, Fraction(1, g))
                 try:
                     if narrow.plan(benefit=False) is None:
                         continue
                 except NotApplicable:
                     continue
-                panel = narrow._panel_bytes()
+                panel = narrow.panel_bytes()
             if self.f * block + panel // g > SBUF_USABLE:
                 continue
             if narrow is not None and set(wide.edits) & set(narrow.edits):

@@ -72,7 +72,7 @@ def candidates(src):
     for func, allocs, loop, t in C.counted_loops(src, 1):
         for f in FACTORS:
             try:
-                plan = _Split(src, func, allocs, loop, t, Fraction(1, f)).plan()
+                plan = BlockRescale(src, func, allocs, loop, t, Fraction(1, f)).plan()
             except NotApplicable:
                 plan = None
             if plan is not None:
@@ -146,7 +146,7 @@ def _holder(src, expr):
     return None, None
 
 
-class _Split:
+class BlockRescale:
     """The edits that rescale the block ``loop`` walks: widths times ``ratio`` (``Fraction(1, f)`` narrows,
     as this rule does; an integer f > 1 widens, as ``reblock`` does), the trip count and the block
     dimensions it indexes divided by it. :meth:`plan` raises NotApplicable or returns None."""
@@ -259,7 +259,7 @@ class _Split:
         self._check_tensors(bare)
         self._check_chunk_uses()
         self._check_statements()
-        panel = self._panel_bytes()
+        panel = self.panel_bytes()
         extra = self._invariant_loads()
         if benefit and (panel < MIN_PANEL_BYTES or (extra and panel <= RESIDENT_BYTES)):
             return None
@@ -422,7 +422,7 @@ class _Split:
                     return True
         return False
 
-    def _panel_bytes(self):
+    def panel_bytes(self):
         """Largest per-iteration footprint (bytes per partition) of a block tensor filled by loads."""
         src = self.src
         best = 0
@@ -447,7 +447,7 @@ def _cand(src, loop, trip, f, plan):
 
     def edits():
         func = A.enclosing(src, loop, (ast.FunctionDef, ast.AsyncFunctionDef))
-        split = _Split(src, func, C.allocations(src, func), loop, trip, Fraction(1, f))
+        split = BlockRescale(src, func, C.allocations(src, func), loop, trip, Fraction(1, f))
         if split.plan() is None:
             raise NotApplicable("split_block: the site changed")
         out = [src.replace_node(loop.iter.args[0], str(f * trip))]

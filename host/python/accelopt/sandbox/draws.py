@@ -8,7 +8,10 @@ The published seeds' draws are cached (``draw_cache``); the hidden input set
 of every call is fresh, drawn from a secret seed, and, when the same
 reference is profiled again and again (a search), the next call's hidden set
 is drawn and its reference computed ahead, on the background thread
-(:class:`HiddenSpares`): each spare serves exactly one call.
+(:class:`HiddenSpares`): each spare serves exactly one call. A caller may
+allow one hidden set to serve up to N calls of the same reference (a
+search's screens, ``hidden_reuse``; docs/isolation.md): it then stays in the
+host's memory only, within a byte budget, and is never written anywhere.
 """
 import collections
 import concurrent.futures
@@ -212,26 +215,49 @@ def secret_seed(excluded):
             return seed
 
 
-class HiddenSpares:
-    """Hidden input sets drawn ahead for references profiled repeatedly.
+# Bytes of hidden sets kept for reuse (inputs and reference outputs): 1/16 of physical memory, at most 2 GiB.
+REUSE_BUDGET_BYTES = min(draw_cache.DEFAULT_BUDGET_BYTES // 2, 2 << 30)
+MAX_REUSE = 64  # calls one hidden set may serve at most
 
-    :meth:`take` returns a fresh hidden Draw for a reference (a spare drawn ahead if
-    one is there, else a new one drawn now) and, when the same reference was profiled
-    recently (``repeat_window`` calls), draws the next call's spare on the background
-    thread. Spares are kept for at most ``keys`` references; each is used once.
+
+class HiddenSpares:
+    """Hidden input sets drawn ahead for references profiled repeatedly, and kept for
+    reuse where the caller allows it.
+
+    :meth:`take` returns a hidden Draw for a reference: with ``uses`` > 1 the set kept
+    for that reference if it has served fewer than its ``uses`` calls, else a spare
+    drawn ahead if one is there, else a new one drawn now. When the same reference was
+    profiled recently (``repeat_window`` calls) and no kept set serves the next call,
+    the next call's spare is drawn on the background thread. Spares are kept for at
+    most ``keys`` references, each used once; sets kept for reuse are bounded by
+    ``reuse_budget`` bytes (least recently used dropped first; a larger set is not kept).
     """
 
-    def __init__(self, keys=2, repeat_window=3):
-        self.keys, self.repeat_window = keys, repeat_window
+    def __init__(self, keys=2, repeat_window=3, reuse_budget=REUSE_BUDGET_BYTES):
+        self.keys, self.repeat_window, self.reuse_budget = keys, repeat_window, reuse_budget
         self._spares = collections.OrderedDict()  # reference key -> Future of a started Draw
+        self._kept = collections.OrderedDict()  # reference key -> [Draw, calls left]
         self._recent = collections.deque(maxlen=repeat_window)
         self._lock = threading.Lock()
-        self.served = self.drawn = 0
+        self.served = self.drawn = self.reused = 0
 
-    def take(self, reference, key, excluded):
-        """(a hidden Draw, True if it was a spare). A spare's reference outputs are computed
-        already (or being computed); a Draw drawn now has them not started yet."""
+    def take(self, reference, key, excluded, uses=1):
+        """(a hidden Draw, how it came: "drawn", "spare" or "reused"). ``uses``: calls of this
+        reference the set may serve in all (1: this call only, the default; at most
+        MAX_REUSE). A spare's or a kept set's reference outputs are computed already (or
+        being computed); a Draw drawn now has them not started yet."""
+        uses = max(1, min(int(uses), MAX_REUSE))
         with self._lock:
+            kept = self._kept.get(key)
+            if kept is not None and (uses <= 1 or kept[1] <= 0 or kept[0].seed in excluded):
+                del self._kept[key]
+                kept = None
+            if kept is not None:
+                kept[1] -= 1
+                self._kept.move_to_end(key)
+                self._recent.append(key)
+                self.reused += 1
+                return kept[0], "reused"
             spare = self._spares.pop(key, None)
             repeat = key in self._recent
             self._recent.append(key)
@@ -249,9 +275,19 @@ class HiddenSpares:
         else:
             was_spare = True
             self.served += 1
-        if repeat:
+        if uses > 1:
+            self._keep(key, hidden, uses - 1)
+        elif repeat:
             self._prepare_spare(reference, key, excluded)
-        return hidden, was_spare
+        return hidden, "spare" if was_spare else "drawn"
+
+    def _keep(self, key, hidden, calls):
+        """Keeps ``hidden`` for ``calls`` more calls of ``key``, within the byte budget."""
+        with self._lock:
+            self._kept[key] = [hidden, calls]
+            self._kept.move_to_end(key)
+            while self._kept and sum(d.nbytes for d, _ in self._kept.values()) > self.reuse_budget:
+                self._kept.popitem(last=False)  # the oldest first; a set above the budget goes at once
 
     def _prepare_spare(self, reference, key, excluded):
         future = _EXECUTOR.submit(lambda: draw(reference, secret_seed(excluded), hidden=True).start(reference))
@@ -265,4 +301,5 @@ class HiddenSpares:
         """Drops every spare (tests)."""
         with self._lock:
             self._spares.clear()
+            self._kept.clear()
             self._recent.clear()

@@ -157,6 +157,14 @@ def _worker_job(state, index, blobs):
     return arg
 
 
+def _hidden_reuse(request):
+    """The request's ``hidden_reuse`` (calls one hidden set may serve, 1..draws.MAX_REUSE; default 1)."""
+    uses = request.get("hidden_reuse", 1)
+    if isinstance(uses, bool) or not isinstance(uses, int) or not 1 <= uses <= draws.MAX_REUSE:
+        raise ValueError(f"request.hidden_reuse must be an integer in [1, {draws.MAX_REUSE}], got {uses!r}")
+    return uses
+
+
 def _prepare_profile(request, options, blobs):
     started = time.perf_counter()
     kernel_path, reference_path, backend_name, target, rel_tol, seeds, timing = profile._request_fields(request)
@@ -188,9 +196,11 @@ def _prepare_profile(request, options, blobs):
     # with their pass.
     published = [_cached_draw(reference, reference_key, seed, index == 0) for index, seed in enumerate(seeds)]
     seed_draws = [d for d, _ in published]
-    # Never cached: fresh for every call (a spare drawn ahead serves one call only).
-    hidden_draw, spare = HIDDEN.take(reference, reference_key, set(seeds))
-    timings.update(draw_ms=_ms(start), cached_draws=sum(hit for _, hit in published), hidden_drawn_ahead=spare)
+    # Fresh for every call (a spare drawn ahead serves one call only), unless the request lets one
+    # set serve several calls of this reference (a search's screens; kept in memory only).
+    hidden_draw, how = HIDDEN.take(reference, reference_key, set(seeds), _hidden_reuse(request))
+    timings.update(draw_ms=_ms(start), cached_draws=sum(hit for _, hit in published),
+                   hidden_drawn_ahead=how == "spare", hidden_reused=how == "reused")
     # The hidden run goes at a random place among the seeds' runs.
     start = time.perf_counter()
     order = list(range(len(seeds)))
