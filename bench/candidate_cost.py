@@ -1,7 +1,7 @@
 """What one candidate costs, in one-thread reference forwards (issue 14).
 
 Usage: /usr/bin/python3.11 bench/candidate_cost.py [NKIBENCH_DIR] [--build DIR] [--problems a,b]
-           [--search N] [--throughput M] [--screen-seeds K] [--hidden-reuse R] [--no-adhoc] [--no-search] [--no-screen] [--json FILE]
+           [--search N] [--throughput M] [--screen hidden|seeds] [--screen-seeds K] [--hidden-reuse R] [--no-adhoc] [--no-confirm] [--no-search] [--no-screen] [--json FILE]
 
 ``NKIBENCH_DIR`` (default: the repository's nkibench/) is an NKIBench tree
 (summary.json); every problem's full-size case (the first case that is not
@@ -24,13 +24,14 @@ Usage: /usr/bin/python3.11 bench/candidate_cost.py [NKIBENCH_DIR] [--build DIR] 
   2-worker pool: candidates per hour on this machine.
 * ``screen`` and ``confirm``: the same warm 1-worker pool measurement with the
   requests of screen-then-confirm (docs/search.md; native:profile's
-  screen_seeds): the screen checks the first ``--screen-seeds`` published seeds
-  (default 1) plus a hidden set and times the hidden run - what a candidate
-  that is thrown away costs; its hidden set serves up to ``--hidden-reuse``
-  screens (default 8, as the search pipelines' ``hidden_reuse``; the untimed
-  first call draws it, so the timed screens show the shared set's steady
-  state); the confirm checks the remaining seeds plus a
-  fresh hidden set, untimed - what a candidate that could enter the beam
+  screen_seeds, screen_hidden_only): the screen runs a hidden set alone
+  (``--screen hidden``, the default, as the search pipelines do) or after the
+  first ``--screen-seeds`` published seeds (``--screen seeds``, default 1) and
+  times the hidden run - what a candidate that is thrown away costs; its
+  hidden set serves up to ``--hidden-reuse`` screens (default 8, as the
+  search pipelines' ``hidden_reuse``; the untimed first call draws it, so the
+  timed screens show the shared set's steady state); the confirm checks the
+  remaining seeds plus a fresh hidden set, untimed - what a candidate that could enter the beam
   (or beat the incumbent) costs on top. ``search`` stays the unscreened cost
   (every seed in one call: ``accelopt-host profile`` and screen_seeds 0).
 
@@ -154,7 +155,11 @@ def main():
     parser.add_argument("--no-adhoc", action="store_true")
     parser.add_argument("--no-search", action="store_true")
     parser.add_argument("--no-screen", action="store_true", help="skip the screen and confirm columns")
+    parser.add_argument("--no-confirm", action="store_true", help="skip the confirm column")
     parser.add_argument("--screen-seeds", type=int, default=1, help="published seeds in a screen (1-4)")
+    parser.add_argument("--screen", choices=("hidden", "seeds"), default="hidden",
+                        help="hidden: the screen runs the hidden set alone, as the search pipelines do "
+                             "(screen_hidden_only); seeds: the first --screen-seeds published seeds before it")
     parser.add_argument("--hidden-reuse", type=int, default=8,
                         help="screens that share one hidden set, as the search pipelines' hidden_reuse (1: none)")
     parser.add_argument("--json", default="", help="also write every measurement to this file")
@@ -165,10 +170,13 @@ def main():
     problems = [p for p in args.problems.split(",") if p]
     if not 1 <= args.screen_seeds < len(PUBLISHED_SEEDS):
         parser.error(f"--screen-seeds must be in 1..{len(PUBLISHED_SEEDS) - 1}")
-    screen_request = {"seeds": list(PUBLISHED_SEEDS[:args.screen_seeds])}
+    screened = 0 if args.screen == "hidden" else args.screen_seeds
+    screen_request = {"seeds": list(PUBLISHED_SEEDS[:screened])}
+    if args.screen == "hidden":
+        screen_request["hidden_only"] = True
     if args.hidden_reuse > 1:
         screen_request["hidden_reuse"] = args.hidden_reuse
-    confirm_request = {"seeds": list(PUBLISHED_SEEDS[args.screen_seeds:]), "timing": False}
+    confirm_request = {"seeds": list(PUBLISHED_SEEDS[screened:]), "timing": False}
     rows = []
     if args.pass_bytes:
         os.environ["ACCELOPT_PASS_BYTES"] = str(_bytes(args.pass_bytes))  # the host's passes (children inherit)
@@ -194,7 +202,7 @@ def main():
                 row["search_s"] = statistics.median(found["search_ms"]) / 1e3
                 row["candidates_per_hour"] = found.get("candidates_per_hour")
         if not args.no_screen:
-            for key, request in (("screen", screen_request), ("confirm", confirm_request)):
+            for key, request in (("screen", screen_request),) + (() if args.no_confirm else (("confirm", confirm_request),)):
                 found = search(args.build, kernel, reference, rel_tol, args.search, 0,
                                row.get("adhoc_memory_limit"), request)
                 row[key] = found

@@ -38,6 +38,8 @@ json RunProfile(StageContext& ctx) {
   if (const int64_t memory_bytes = ctx.Param<int64_t>("memory_bytes"); memory_bytes > 0) limits["memory_bytes"] = memory_bytes;
   ScreenPlan plan;
   plan.screen_seeds = static_cast<int>(ctx.Param<int64_t>("screen_seeds"));
+  // Only the trusted side of an isolated call has a hidden input set to screen on.
+  plan.hidden_only = ctx.Param<bool>("screen_hidden_only") && isolation == "worker";
   if (plan.screen_seeds < 0)
     throw accelopt::sdk::StageFailure("config_error", "screen_seeds must be >= 0, got " + std::to_string(plan.screen_seeds));
   const json below = ctx.With().value("confirm_below_ms", json());

@@ -38,16 +38,18 @@ json ScreenThenConfirm(const json& request, const ScreenPlan& plan, const Profil
   if (plan.screen_seeds < 0) throw std::invalid_argument("screen_seeds must be >= 0, got " + std::to_string(plan.screen_seeds));
   const json seeds = request.value("seeds", json());
   if (!seeds.is_array() || seeds.empty()) throw std::invalid_argument("the request's seeds must be a non-empty list");
-  const size_t screened = static_cast<size_t>(plan.screen_seeds);
-  if (screened == 0 || screened >= seeds.size()) {
+  // screen_seeds 0 (or all of them) turns screening off; hidden_only changes what a screen runs.
+  if (plan.screen_seeds == 0 || (!plan.hidden_only && static_cast<size_t>(plan.screen_seeds) >= seeds.size())) {
     json result = call(request);
     result["validation"] = "full";
     result["validated_seeds"] = Correct(result) ? seeds : json::array();
     return result;
   }
 
+  const size_t screened = plan.hidden_only ? 0 : static_cast<size_t>(plan.screen_seeds);
   json screen_request = request;
   screen_request["seeds"] = Slice(seeds, 0, screened);
+  if (plan.hidden_only) screen_request["hidden_only"] = true;
   auto start = std::chrono::steady_clock::now();
   json result = call(screen_request);
   result["validation"] = "screened";
@@ -60,7 +62,8 @@ json ScreenThenConfirm(const json& request, const ScreenPlan& plan, const Profil
   json confirm_request = request;
   confirm_request["seeds"] = Slice(seeds, screened, seeds.size());
   confirm_request["timing"] = false;  // the latency is the screen's, from its hidden run
-  confirm_request.erase("hidden_reuse");  // a confirmation draws a fresh hidden set (docs/isolation.md, R1)
+  confirm_request.erase("hidden_reuse");
+  confirm_request.erase("hidden_only");  // a confirmation draws a fresh hidden set (docs/isolation.md, R1)
   start = std::chrono::steady_clock::now();
   const json confirm = call(confirm_request);
   const bool passed = Correct(confirm);

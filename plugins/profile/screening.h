@@ -22,6 +22,7 @@ namespace accelopt_profile {
 /// How a profile stage checks one kernel.
 struct ScreenPlan {
   int screen_seeds = 0;                    ///< 0 = every seed in one call ("full")
+  bool hidden_only = false;                ///< with screen_seeds >= 1: the screen runs the hidden set alone
   std::optional<double> confirm_below_ms;  ///< confirm iff the screened latency (ms) < this; nullopt = always
 };
 
@@ -33,9 +34,12 @@ using ProfileCall = std::function<nlohmann::json(const nlohmann::json& request)>
 /// Checks a kernel by `plan` with `call`. `request` is a profile_kernel request
 /// whose `seeds` (a non-empty array of integers) lists every published seed.
 ///
-/// With plan.screen_seeds == 0, or >= the number of seeds: one call with every
-/// seed; the result gets validation "full". Otherwise the screen is the call
-/// with the first screen_seeds seeds (timed as requested). A screened kernel
+/// With plan.screen_seeds == 0, or >= the number of seeds without
+/// plan.hidden_only: one call with every seed; the result gets validation
+/// "full". Otherwise the screen is the call with the first screen_seeds seeds
+/// (timed as requested), or with plan.hidden_only the call with no published
+/// seed (`hidden_only: true`: the hidden set alone, one emulated run; its
+/// confirmation then checks every published seed). A screened kernel
 /// that is correct with a latency below confirm_below_ms (or any correct one
 /// when it is nullopt) is confirmed: a second call with the remaining seeds and
 /// `timing: false` (its latency stays the screen's, measured on hidden inputs).

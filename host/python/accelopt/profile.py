@@ -33,6 +33,9 @@ def _request_fields(request):
     rel_tol = request.get("rel_tol", DEFAULT_REL_TOL)
     if isinstance(rel_tol, bool) or not isinstance(rel_tol, (int, float)) or not rel_tol > 0:
         raise ValueError(f"request.rel_tol must be a positive number, got {rel_tol!r}")
+    if request.get("hidden_only"):
+        raise ValueError("request.hidden_only needs worker isolation (the trusted side of an isolated call draws "
+                         "the hidden input set)")
     seeds = request.get("seeds", list(DEFAULT_SEEDS))
     if not isinstance(seeds, list) or not seeds or not all(
             isinstance(s, int) and not isinstance(s, bool) and 0 <= s < 2**32 for s in seeds):

@@ -180,3 +180,41 @@ TEST_CASE("hidden_reuse: the screens of one reference share a hidden set, a conf
   with["hidden_reuse"] = 0;
   CHECK_THROWS_WITH(RunStage("profile", with, dir.path()), Catch::Contains("hidden_reuse must be in 1..64"));
 }
+
+TEST_CASE("screen_hidden_only: the screen runs the hidden set alone, its confirmation every published seed",
+          "[profile][screen]") {
+  TempDir dir;
+  CountingCalls calls;
+  json with = With("clip_noclip.py", 1, 1.0);  // below the threshold: confirmed, and refused on seed 21
+  with["screen_hidden_only"] = true;
+  json out = RunStage("profile", with, dir.path());
+  INFO(out.dump(2));
+  const auto requests = calls.Requests();
+  REQUIRE(requests.size() == 2);
+  CHECK(requests[0]["seeds"] == json::array());
+  CHECK(requests[0]["hidden_only"] == true);
+  CHECK(requests[1]["seeds"] == kAllSeeds);
+  CHECK_FALSE(requests[1].contains("hidden_only"));
+  CHECK(out["screen"]["seeds"] == json::array());
+  CHECK(out["correct"] == false);
+  CHECK(out["error"]["kind"] == "wrong_result");
+  CHECK_THAT(out["error"]["message"].get<std::string>(), Catch::Contains("confirmation on seeds [0, 21, 42, 63, 84] failed"));
+
+  // A screen that is not confirmed: correct on the hidden set, no published seed validated.
+  json quick = With("clip_0.py", 1, 0.001);
+  quick["screen_hidden_only"] = true;
+  json thrown = RunStage("profile", quick, dir.path());
+  REQUIRE(calls.Requests().size() == 3);
+  CHECK(thrown["ok"] == true);
+  CHECK(thrown["validation"] == "screened");
+  CHECK(thrown["validated_seeds"] == json::array());
+  CHECK(thrown["latency_ms"].get<double>() > 0);
+  CHECK(thrown["rel_errors"] == json::array());
+
+  // In-process isolation has no hidden set: screen_seeds applies.
+  json inprocess = With("clip_0.py", 1, 0.001);
+  inprocess["screen_hidden_only"] = true;
+  inprocess["isolation"] = "inprocess";
+  json plain = RunStage("profile", inprocess, dir.path());
+  CHECK(plain["screen"]["seeds"] == json::array({0}));
+}

@@ -69,17 +69,18 @@ TEST_CASE("a candidate that passes the screen but fails its confirmation is a fa
   INFO(result.output);
   REQUIRE(ReadJson(run_dir / "run.json")["status"] == "succeeded");
 
-  // The candidate's record: failed with the confirmation's error, validated on the screen's seed only.
+  // The candidate's record: failed with the confirmation's error; the screen ran the hidden set alone
+  // (screen_hidden_only), so no published seed was validated.
   const auto records = Lines(run_dir / "optimize" / "records.jsonl");
   REQUIRE(records.size() == 1);
   INFO(records[0].dump(2));
   CHECK(records[0]["status"] == "failed");
   CHECK(records[0]["validation"] == "screened");
-  CHECK(records[0]["validated_seeds"] == json::array({0}));
+  CHECK(records[0]["validated_seeds"] == json::array());
   CHECK(records[0]["confirm"]["correct"] == false);
   CHECK(records[0]["screened_latency_ms"].get<double>() < records[0]["baseline_latency_ms"].get<double>());
   CHECK(records[0]["error"]["kind"] == "wrong_result");
-  CHECK_THAT(records[0]["error"]["message"].get<std::string>(), Catch::Contains("confirmation on seeds [21, 42, 63, 84] failed"));
+  CHECK_THAT(records[0]["error"]["message"].get<std::string>(), Catch::Contains("confirmation on seeds [0, 21, 42, 63, 84] failed"));
 
   const auto experiments = Lines(run_dir / "experiments.jsonl");
   REQUIRE(experiments.size() == 1);

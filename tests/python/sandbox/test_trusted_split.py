@@ -197,3 +197,20 @@ def test_batched_worker_runs_give_the_records_of_one_by_one_runs():
     for key in ("load_ms", "validate_ms", "draw_ms", "run_ms", "judge_ms", "transfer_ms", "total_ms"):
         assert isinstance(result["timings"][key], float), key
     assert trusted.pending() == 0
+
+
+def test_a_hidden_only_call_runs_one_secret_set_and_no_published_seed():
+    jobs = []
+    result, job = _isolated(_request("kernel_good.py", seeds=[], hidden_only=True), jobs=jobs)
+    assert result["error"] is None and result["correct"] and result["latency_ms"] > 0, result["error"]
+    assert result["rel_errors"] == [] and len(jobs) == 1 and len(job["arg"]["runs"]) == 1
+    assert job["arg"]["timed_run"] == 0
+    # wrong on the hidden set: a plain wrong result (no published seed passed, so not stale_output)
+    wrong, _ = _isolated(_request("kernel_wrong.py", "ref_double.py", HARNESS, seeds=[], hidden_only=True))
+    assert wrong["error"]["kind"] == "wrong_result" and "hidden" in wrong["error"]["message"], wrong["error"]
+    # published seeds with hidden_only, or a non-boolean, are refused
+    for bad in ({"hidden_only": True}, {"seeds": [], "hidden_only": "yes"}):
+        refused, _ = _isolated(_request("kernel_good.py", **bad) if "seeds" in bad else
+                               dict(_request("kernel_good.py"), **bad))
+        assert refused["error"] is not None and "hidden_only" in refused["error"]["message"], refused["error"]
+    assert trusted.pending() == 0
