@@ -22,6 +22,13 @@ constexpr const char* kDeviceProfile = "accelopt.backends.device_profile";
 constexpr int kMaxRounds = 64;
 
 nlohmann::json OutcomeJson(const CallOutcome& outcome) {
+  if (outcome.ok && outcome.reply_memfd) {
+    // The outputs stayed in the candidate's sealed reply memfd: accelopt.sandbox.sealed maps it
+    // (the descriptor stays this process's; it is closed when `outcome` goes).
+    return {{"ok", true}, {"result", outcome.result}, {"integrity", outcome.integrity},
+            {"reply_memfd",
+             {{"fd", outcome.reply_memfd->get()}, {"at", outcome.reply_memfd_at}, {"sizes", outcome.reply_memfd_sizes}}}};
+  }
   if (outcome.ok) return {{"ok", true}, {"result", outcome.result}, {"integrity", outcome.integrity}};
   return {{"ok", false},
           {"error", {{"kind", outcome.kind}, {"message", outcome.message}, {"traceback", outcome.traceback}}},
@@ -64,7 +71,9 @@ nlohmann::json IsolatedCall(const PoolForBackend& pools, const std::string& modu
   } catch (const std::invalid_argument& error) {
     throw StageError("config_error", error.what());
   }
-  nlohmann::json options = {{"static_checks", limits.is_object() ? limits.value("static_checks", true) : true}};
+  // shared_inputs: the inputs travel in a sealed memfd (docs/isolation.md "Shared inputs and outputs").
+  nlohmann::json options = {{"static_checks", limits.is_object() ? limits.value("static_checks", true) : true},
+                            {"shared_inputs", true}};
   auto start = std::chrono::steady_clock::now();
   python::Packed prepared_call = python::CallPacked(
       kTrusted, "prepare",
@@ -103,8 +112,10 @@ nlohmann::json IsolatedCall(const PoolForBackend& pools, const std::string& modu
   auto first_sent = std::chrono::steady_clock::now();
   for (int round = 0; round < kMaxRounds; ++round) {
     try {
+      nlohmann::json transfer = {{"reply_memfd", true}};
+      if (job.contains("shared")) transfer["shared"] = job["shared"];
       outcome = pools(backend).Call(job.value("module", ""), job.value("function", ""),
-                                    job.value("arg", nlohmann::json()), round_limits, &job_blobs, while_held);
+                                    job.value("arg", nlohmann::json()), round_limits, &job_blobs, while_held, transfer);
     } catch (...) {
       python::CallJson(kTrusted, "discard", {{"token", token}});
       throw;

@@ -7,6 +7,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "worker/shared_fds.h"
+
 namespace accelopt::worker {
 
 CallLimits ParseLimits(const nlohmann::json& limits) {
@@ -196,13 +198,25 @@ CallOutcome WorkerPool::CallOnce(int slot, const nlohmann::json& request, const 
 }
 
 CallOutcome WorkerPool::Call(const std::string& module, const std::string& function, const nlohmann::json& arg,
-                             const CallLimits& limits, const std::vector<std::string>* blobs, const WhileHeld& while_held) {
+                             const CallLimits& limits, const std::vector<std::string>* blobs, const WhileHeld& while_held,
+                             const nlohmann::json& transfer) {
   double timeout_s = limits.timeout_s > 0 ? limits.timeout_s : options_.default_timeout_s;
   nlohmann::json worker_limits = {{"cpu_s", timeout_s * 2 + 5}};
   if (limits.memory_bytes > 0) worker_limits["memory_bytes"] = limits.memory_bytes;
   nlohmann::json request = {{"module", module}, {"function", function}, {"arg", arg}, {"limits", worker_limits},
                             {"packed", blobs != nullptr}};
   static const std::vector<std::string> kNoBlobs;
+  std::vector<std::string> read_back;  // a Slurm pool's shared inputs, read into blobs
+  if (transfer.is_object() && transfer.contains("shared")) {
+    if (SharesFds()) {
+      request["shared"] = transfer["shared"];
+    } else {
+      read_back = ReadSharedRanges(transfer["shared"]);
+      blobs = &read_back;
+      request["packed"] = true;
+    }
+  }
+  if (transfer.is_object() && transfer.value("reply_memfd", false) && SharesFds()) request["reply_memfd"] = true;
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.calls;

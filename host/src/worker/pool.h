@@ -69,10 +69,18 @@ class WorkerPool {
   /// is as the candidate left it): the host reads what the candidate wrote
   /// there (e.g. NEFF/NTFF files to profile, docs/trainium.md) and may add
   /// to the outcome. It must not throw for candidate faults.
+  ///
+  /// `transfer` (optional, docs/isolation.md "Shared inputs and outputs"):
+  /// {"shared"?: {"memfds": [fd, ...], "blobs": [[k, offset, bytes], ...]}:
+  /// the attachments are ranges of these sealed memfds (the caller keeps the
+  /// descriptors open until Call returns); "reply_memfd"?: true: the reply's
+  /// attachments may come back as the candidate's sealed reply memfd
+  /// (CallOutcome::reply_memfd) instead of bytes}. A pool whose workers
+  /// cannot take descriptors (Slurm) reads the shared ranges into blobs.
   using WhileHeld = std::function<void(CallOutcome& outcome, const std::string& scratch)>;
   CallOutcome Call(const std::string& module, const std::string& function, const nlohmann::json& arg,
                    const CallLimits& limits, const std::vector<std::string>* blobs = nullptr,
-                   const WhileHeld& while_held = nullptr);
+                   const WhileHeld& while_held = nullptr, const nlohmann::json& transfer = nullptr);
   /// The NeuronCores of a neuron pool's workers (worker k on the k-th), else empty.
   std::vector<int> NeuronCores() const {
     return std::vector<int>(options_.config.neuron_cores.begin(),
@@ -80,6 +88,8 @@ class WorkerPool {
   }
   /// The backend every worker of this pool serves ("emulator" or "neuron").
   const std::string& backend() const { return options_.config.backend; }
+  /// Whether sealed memfds can reach this pool's workers (local processes, not Slurm job steps).
+  bool SharesFds() const { return options_.config.executor != "slurm"; }
 
   int size() const { return static_cast<int>(workers_.size()); }
   PoolStats Stats() const;

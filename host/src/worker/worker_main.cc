@@ -30,6 +30,7 @@
 #include "worker/identity_check.h"
 #include "worker/prefault.h"
 #include "worker/protocol.h"
+#include "worker/shared_fds.h"
 #include "worker/sandbox.h"
 #include "worker/syscall_policy.h"
 
@@ -38,6 +39,11 @@ namespace {
 
 constexpr int kRequestFd = 0;
 constexpr int kReplyFd = 3;
+// The host's descriptor channel (a SOCK_SEQPACKET socket): sealed input memfds
+// arrive on it and sealed reply memfds leave on it. Absent under Slurm.
+constexpr int kChannelFd = 4;
+// How long a request's descriptors may lag behind its line.
+constexpr long kFdWaitMs = 30000;
 // A candidate's reply header (JSON) is read up to this size; strings in it
 // are cut to kMaxReplyString. Arrays travel as blobs, outside the header.
 constexpr size_t kMaxReplyHeader = 16u << 20;
@@ -61,6 +67,8 @@ bool g_hardware = false;
 // This worker is pid 1 of its own PID namespace (kill(-1) reaches exactly
 // its candidates' processes).
 bool g_pid_namespace = false;
+// kChannelFd when the host gave this worker a descriptor channel, else -1.
+int g_channel = -1;
 
 bool Hardware(const WorkerMainOptions& options) { return options.backend == "neuron"; }
 
@@ -313,6 +321,7 @@ struct Spare {
   int request_fd = -1;  // write end of the pipe its request frame goes through
   int reply_fd = -1;    // memfd it writes its reply frame into
   int done_fd = -1;     // read end of the pipe it writes one byte to once its reply is complete
+  int fd_channel = -1;  // socket its request's sealed input memfds go through
 };
 
 // Closes every descriptor but stdout, stderr and `keep` (the host's pipes,
@@ -329,9 +338,9 @@ void CloseAllBut(std::vector<int> keep) {
   syscall(SYS_close_range, next, ~0u, 0u);
 }
 
-int SpareBody(const WorkerMainOptions& options, int request_fd, int reply_fd, int done_fd) {
+int SpareBody(const WorkerMainOptions& options, int request_fd, int reply_fd, int done_fd, int fd_channel) {
   g_stages.Start();
-  CloseAllBut({request_fd, reply_fd, done_fd});  // never the host's pipes or another candidate's reply
+  CloseAllBut({request_fd, reply_fd, done_fd, fd_channel});  // never the host's pipes or another candidate's reply
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (g_hardware) setpgid(0, 0);  // its compiler processes form one group (KillCandidateTree)
   PrefaultPages(g_written_pages);  // copy-on-write broken now, while the previous candidate runs
@@ -375,6 +384,19 @@ int SpareBody(const WorkerMainOptions& options, int request_fd, int reply_fd, in
     if (reader.ReadExact(&message.blobs.back(), size, -1) != LineReader::kLine) return 73;
   }
   close(request_fd);
+  if (message.value.contains("shared")) {
+    // The inputs: sealed memfds, mapped by worker_entry (read-only, shared with the host).
+    auto& shared = message.value["shared"];
+    std::vector<UniqueFd> fds;
+    std::string why;
+    if (!shared.is_object() || !shared["memfds"].is_number_unsigned() ||
+        !RecvFds(fd_channel, shared["memfds"].get<size_t>(), "", kFdWaitMs, &fds, &why))
+      return 73;
+    nlohmann::json numbers = nlohmann::json::array();
+    for (auto& fd : fds) numbers.push_back(fd.Release());  // this process's until it exits
+    shared["memfds"] = std::move(numbers);
+  }
+  close(fd_channel);
   g_stages.Start();  // from the request on
   message.value.erase("blobs");
   return CandidateBody(options, std::move(message), reply_fd, done_fd);
@@ -384,6 +406,7 @@ void Retire(Spare* spare) {
   if (spare->request_fd >= 0) close(spare->request_fd);
   if (spare->reply_fd >= 0) close(spare->reply_fd);
   if (spare->done_fd >= 0) close(spare->done_fd);
+  if (spare->fd_channel >= 0) close(spare->fd_channel);
   if (spare->pid > 0) {
     kill(spare->pid, SIGKILL);
     WaitForChild(spare->pid, 0, SteadyNowMs());
@@ -394,8 +417,9 @@ void Retire(Spare* spare) {
 // Forks a spare; throws std::runtime_error when the system refuses.
 Spare ForkSpare(const WorkerMainOptions& options) {
   Spare spare;
-  spare.reply_fd = memfd_create("accelopt-reply", MFD_CLOEXEC);
-  int fds[2], done[2];
+  // Sealable: a reply that is sealed once its candidate stopped goes to the host as it is.
+  spare.reply_fd = memfd_create("accelopt-reply", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  int fds[2], done[2], channel[2];
   if (spare.reply_fd < 0 || pipe2(fds, O_CLOEXEC) != 0) {
     std::string error = std::strerror(errno);
     Retire(&spare);
@@ -408,28 +432,41 @@ Spare ForkSpare(const WorkerMainOptions& options) {
     Retire(&spare);
     throw std::runtime_error("cannot prepare a candidate process: " + error);
   }
+  try {
+    MakeFdChannel(channel);
+  } catch (const std::exception& e) {
+    for (int fd : {fds[0], fds[1], done[0], done[1]}) close(fd);
+    Retire(&spare);
+    throw std::runtime_error(std::string("cannot prepare a candidate process: ") + e.what());
+  }
   WidenPipe(fds[1]);
   try {
     spare.pid = ForkWithPython([&] {
       close(fds[1]);
       close(done[0]);
-      return SpareBody(options, fds[0], spare.reply_fd, done[1]);
+      close(channel[0]);
+      return SpareBody(options, fds[0], spare.reply_fd, done[1], channel[1]);
     });
   } catch (...) {
-    for (int fd : {fds[0], fds[1], done[0], done[1]}) close(fd);
+    for (int fd : {fds[0], fds[1], done[0], done[1], channel[0], channel[1]}) close(fd);
     Retire(&spare);
     throw;
   }
   close(fds[0]);
   close(done[1]);
+  close(channel[1]);
   spare.request_fd = fds[1];
   spare.done_fd = done[0];
+  spare.fd_channel = channel[0];
   return spare;
 }
 
 // Hands the request to a spare (forking one if needed; a spare that died
 // while idle is replaced once). Returns false with *error set on failure.
-bool StartCandidate(const WorkerMainOptions& options, python::Packed& message, Spare* spare, std::string* error) {
+bool StartCandidate(const WorkerMainOptions& options, python::Packed& message, const std::vector<UniqueFd>& shared,
+                    Spare* spare, std::string* error) {
+  std::vector<int> shared_fds;
+  for (const auto& fd : shared) shared_fds.push_back(fd.get());
   for (int attempt = 0; attempt < 2; ++attempt) {
     try {
       if (spare->pid <= 0) *spare = ForkSpare(options);
@@ -437,7 +474,8 @@ bool StartCandidate(const WorkerMainOptions& options, python::Packed& message, S
       *error = e.what();
       return false;
     }
-    bool sent = WriteFrame(spare->request_fd, message.value, message.blobs);
+    bool sent = (shared_fds.empty() || SendFds(spare->fd_channel, shared_fds, "")) &&
+                WriteFrame(spare->request_fd, message.value, message.blobs);
     close(spare->request_fd);
     spare->request_fd = -1;
     if (sent) {
@@ -461,7 +499,7 @@ bool StartCandidate(const WorkerMainOptions& options, python::Packed& message, S
 // took its request, so its fork overlaps this candidate's run. Returns false
 // when the host is gone.
 bool ServeOne(const WorkerMainOptions& options, const nlohmann::json& request, python::Packed message,
-              Spare* spare) {
+              const std::vector<UniqueFd>& shared, Spare* spare) {
   const double deadline_s = request.value("deadline_s", 0.0);
   nlohmann::json header;
   std::string problem;
@@ -471,7 +509,7 @@ bool ServeOne(const WorkerMainOptions& options, const nlohmann::json& request, p
   pid_t stopped = -1;
   if (std::string error; !ClearScratch(message.value.value("scratch", ""), &error)) {
     header = ErrorReply("worker_error", error);
-  } else if (!StartCandidate(options, message, spare, &error)) {
+  } else if (!StartCandidate(options, message, shared, spare, &error)) {
     header = ErrorReply("worker_error", error);
   } else {
     double started = SteadyNowMs();
@@ -508,10 +546,20 @@ bool ServeOne(const WorkerMainOptions& options, const nlohmann::json& request, p
   }
   CapStrings(&header);
   header.erase("restart");
+  header.erase("reply_memfd");
   header["id"] = request.value("id", nlohmann::json());
   header["nonce"] = request.value("nonce", "");
-  bool sent = WriteLine(kReplyFd, header.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) &&
-              SendFromFile(kReplyFd, current.reply_fd, blobs_at, blobs_size);
+  // The attachments stay where the candidate wrote them: its reply memfd, sealed
+  // now that the candidate is stopped (a candidate that mapped it writable, or
+  // sealed it against sealing, makes the seal fail: its bytes go by sendfile).
+  std::string seal_problem;
+  bool hand_over = g_channel >= 0 && request.value("reply_memfd", false) && blobs_size > 0 && !g_hardware && stopped > 0 &&
+                   SealReadOnly(current.reply_fd, &seal_problem);
+  if (hand_over) header["reply_memfd"] = {{"at", static_cast<uint64_t>(blobs_at)}};
+  bool sent = hand_over ? SendFds(g_channel, {current.reply_fd}, header["nonce"].get<std::string>()) &&
+                              WriteLine(kReplyFd, header.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
+                        : WriteLine(kReplyFd, header.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) &&
+                              SendFromFile(kReplyFd, current.reply_fd, blobs_at, blobs_size);
   if (stopped > 0) {
     kill(stopped, SIGKILL);  // its teardown overlaps the host's judging; reaped at the next request
     g_to_reap.push_back(stopped);
@@ -576,7 +624,9 @@ void ProbeCandidatePolicy(std::vector<std::string>* warnings) {
 }  // namespace
 
 int WorkerMain(const WorkerMainOptions& options) {
-  CloseInheritedFds(kReplyFd + 1);
+  struct stat channel{};
+  if (fstat(kChannelFd, &channel) == 0 && S_ISSOCK(channel.st_mode)) g_channel = kChannelFd;
+  CloseInheritedFds(g_channel >= 0 ? kChannelFd + 1 : kReplyFd + 1);
   DieWithParent(options.parent_pid);
   spdlog::set_pattern("%l %v");
   std::vector<std::string> warnings;
@@ -689,6 +739,22 @@ int WorkerMain(const WorkerMainOptions& options) {
       if (!WriteLine(kReplyFd, reply.dump())) return 0;
       continue;
     }
+    std::vector<UniqueFd> shared;
+    if (request.contains("shared")) {
+      // Its inputs: sealed memfds on the descriptor channel, tagged with the request's nonce.
+      const auto& spec = request["shared"];
+      std::string why = g_channel < 0 ? "this worker has no descriptor channel" : "";
+      bool ok = why.empty() && spec.is_object() && spec.value("memfds", nlohmann::json()).is_number_unsigned() &&
+                RecvFds(g_channel, spec["memfds"].get<size_t>(), request.value("nonce", ""), kFdWaitMs, &shared, &why);
+      for (const auto& fd : shared) ok = ok && IsSealedReadOnly(fd.get(), &why);
+      if (!ok) {
+        nlohmann::json reply = ErrorReply("worker_error", "shared inputs: " + (why.empty() ? "malformed" : why));
+        reply["id"] = request.value("id", nlohmann::json());
+        reply["nonce"] = request.value("nonce", "");
+        if (!WriteLine(kReplyFd, reply.dump())) return 0;
+        continue;
+      }
+    }
     g_stages.Mark("read");
     message.value = {{"module", request.value("module", "")},
                      {"function", request.value("function", "")},
@@ -696,7 +762,10 @@ int WorkerMain(const WorkerMainOptions& options) {
                      {"packed", request.value("packed", false)},
                      {"scratch", request.value("scratch", options.scratch)},
                      {"limits", request.value("limits", nlohmann::json::object())}};
-    if (!ServeOne(options, request, std::move(message), &spare)) break;
+    if (!shared.empty())
+      message.value["shared"] = {{"memfds", shared.size()},
+                                 {"blobs", request["shared"].value("blobs", nlohmann::json::array())}};
+    if (!ServeOne(options, request, std::move(message), shared, &spare)) break;
   }
   Retire(&spare);
   ReapKilled();

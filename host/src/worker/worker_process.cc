@@ -175,6 +175,18 @@ void WorkerProcess::Start() {
   MakePipe(logs);
 
   const bool slurm = config_.executor == "slurm";
+  // Sealed memfds travel on a socket pair (fd 4 in the worker); srun cannot relay one.
+  int channel[2] = {-1, -1};
+  if (!slurm) {
+    MakeFdChannel(channel);
+    for (int& fd : channel) {
+      int high = fcntl(fd, F_DUPFD_CLOEXEC, 10);  // >= 10, so dup2 onto 0..4 never collides
+      if (high >= 0) {
+        close(fd);
+        fd = high;
+      }
+    }
+  }
   std::string executable = config_.executable.empty() ? SelfExecutable() : config_.executable;
   // Under Slurm the worker's parent is slurmstepd, not this process: no parent check.
   std::vector<std::string> args = {executable, "worker", "--id", std::to_string(id_), "--parent",
@@ -212,7 +224,8 @@ void WorkerProcess::Start() {
     posix_spawn_file_actions_adddup2(&actions, logs[1], 1);
     posix_spawn_file_actions_adddup2(&actions, logs[1], 2);
     posix_spawn_file_actions_adddup2(&actions, replies[1], 3);
-    posix_spawn_file_actions_addclosefrom_np(&actions, 4);
+    posix_spawn_file_actions_adddup2(&actions, channel[1], 4);
+    posix_spawn_file_actions_addclosefrom_np(&actions, 5);
   }
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
@@ -231,7 +244,9 @@ void WorkerProcess::Start() {
   close(requests[0]);
   close(replies[1]);
   close(logs[1]);
+  if (channel[1] >= 0) close(channel[1]);
   if (rc != 0) {
+    if (channel[0] >= 0) close(channel[0]);
     close(requests[1]);
     close(replies[0]);
     close(logs[0]);
@@ -239,6 +254,7 @@ void WorkerProcess::Start() {
   }
   pid_ = pid;
   to_worker_ = requests[1];
+  fd_channel_ = UniqueFd(channel[0]);
   replies_ = std::make_unique<LineReader>(replies[0]);
   replies_->set_max_line(kMaxReplyHeader);
   ready_ = false;
@@ -341,6 +357,7 @@ void WorkerProcess::Kill() {
   }
   if (to_worker_ >= 0) close(to_worker_);
   to_worker_ = -1;
+  fd_channel_.Reset();
   if (replies_) close(replies_->fd());
   replies_.reset();
   if (log_thread_.joinable()) log_thread_.join();
@@ -396,6 +413,7 @@ CallOutcome WorkerProcess::Dead(const std::string& context, double wall_ms) {
   replies_.reset();
   if (to_worker_ >= 0) close(to_worker_);
   to_worker_ = -1;
+  fd_channel_.Reset();
   ready_ = false;
   return out;
 }
@@ -419,6 +437,20 @@ CallOutcome WorkerProcess::Call(const nlohmann::json& request_in, const std::vec
   if (!request.contains("scratch")) request["scratch"] = Scratch();
   request["deadline_s"] = std::max(0.001, timeout_s);
   ResetLogBudget();
+  if (request.contains("shared")) {
+    // The sealed memfds holding the inputs go first, tagged with the nonce; the
+    // request line then says only how many there are.
+    std::vector<int> fds = request["shared"].value("memfds", std::vector<int>{});
+    if (!SharesFds() || fds.empty() || fds.size() > kMaxSharedFds) {
+      CallOutcome out;
+      out.kind = "worker_error";
+      out.message = SharesFds() ? "a request shares 1 to " + std::to_string(kMaxSharedFds) + " memfds"
+                                : "this worker cannot receive shared inputs (no descriptor channel)";
+      return out;
+    }
+    if (!SendFds(fd_channel_.get(), fds, nonce)) return Dead("while receiving the shared inputs", MsSince(start));
+    request["shared"]["memfds"] = fds.size();
+  }
   if (!WriteFrame(to_worker_, std::move(request), blobs)) return Dead("while receiving the request", MsSince(start));
 
   long timeout_ms = static_cast<long>((std::max(0.001, timeout_s) + kDeadlineGraceS) * 1000);
@@ -464,6 +496,25 @@ CallOutcome WorkerProcess::Call(const nlohmann::json& request_in, const std::vec
       out.worker_died = true;
       out.wall_ms = MsSince(start);
       return out;
+    }
+    if (reply.contains("reply_memfd")) {
+      // The attachments stayed in the candidate's sealed reply memfd (docs/isolation.md).
+      std::vector<UniqueFd> received;
+      std::string why;
+      const auto& shared = reply["reply_memfd"];
+      if (!shared.is_object() || !RecvFds(fd_channel_.get(), 1, nonce, 10000, &received, &why) ||
+          !IsSealedReadOnly(received[0].get(), &why)) {
+        Kill();
+        out.kind = "worker_error";
+        out.message = "the reply's memfd: " + why + "; worker killed";
+        out.worker_died = true;
+        out.wall_ms = MsSince(start);
+        return out;
+      }
+      out.reply_memfd = std::make_shared<UniqueFd>(std::move(received[0]));
+      out.reply_memfd_at = shared.value("at", uint64_t{0});
+      out.reply_memfd_sizes = sizes;
+      sizes.clear();
     }
     for (uint64_t size : sizes) {
       out.blobs.emplace_back();

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "worker/protocol.h"
+#include "worker/shared_fds.h"
 
 namespace accelopt::worker {
 
@@ -69,6 +70,12 @@ struct CallOutcome {
   bool ok = false;
   nlohmann::json result;          ///< the function's return value when ok
   std::vector<std::string> blobs; ///< binary attachments of the result (see protocol.h)
+  /// Or, when the worker handed over the candidate's sealed reply memfd
+  /// (docs/isolation.md "Shared inputs and outputs"): the memfd, where its
+  /// attachments start (bytes) and their sizes (bytes); `blobs` is then empty.
+  std::shared_ptr<UniqueFd> reply_memfd;
+  uint64_t reply_memfd_at = 0;
+  std::vector<uint64_t> reply_memfd_sizes;
   std::string kind;               ///< error kind when !ok (timeout, crash, out_of_memory, ...)
   std::string message;            ///< human-readable error
   std::string traceback;          ///< Python traceback or the worker's last log lines
@@ -93,6 +100,9 @@ class WorkerProcess {
   bool WaitReady(std::string* error);
   /// True after Start() and before the process was seen dead or killed.
   bool Alive() const { return pid_ > 0; }
+  /// True when sealed memfds can be passed to this worker (a local process
+  /// with a descriptor channel; not a Slurm job step).
+  bool SharesFds() const { return fd_channel_.get() >= 0; }
   /// Sandbox warnings the worker reported when it became ready.
   const std::vector<std::string>& warnings() const { return warnings_; }
 
@@ -103,7 +113,10 @@ class WorkerProcess {
   /// worker (SIGXCPU -> timeout, SIGSYS -> sandbox_violation, other signals
   /// and exits -> crash; the worker lives on); a worker that died is
   /// classified here the same way, with worker_died set. `blobs` travel
-  /// after the request line as raw bytes (protocol.h).
+  /// after the request line as raw bytes (protocol.h). With
+  /// request["shared"] = {"memfds": [fd, ...], "blobs": [[k, offset, bytes], ...]}
+  /// the attachments are ranges of those sealed memfds instead, passed on the
+  /// worker's descriptor channel (the caller keeps its descriptors).
   CallOutcome Call(const nlohmann::json& request, const std::vector<std::string>& blobs, double timeout_s);
 
   /// SIGKILLs the process group and reaps the process (idempotent).
@@ -128,6 +141,7 @@ class WorkerProcess {
   WorkerConfig config_;
   pid_t pid_ = -1;
   int to_worker_ = -1;
+  UniqueFd fd_channel_;  // SOCK_SEQPACKET to the worker's fd 4: sealed memfds both ways
   std::unique_ptr<LineReader> replies_;
   std::thread log_thread_;
   std::mutex log_mu_;

@@ -198,6 +198,8 @@ TEST_CASE("adversarial kernels: each contained with its kind while good kernels 
       {"adv_vars.py", "unwritten_output", "forbidden_access"},
       {"adv_memoryview.py", "runtime_error", "forbidden_access"},
       {"adv_unwritten.py", "unwritten_output", "unwritten_output"},
+      // Writes, maps and over-seals every memfd it holds (docs/isolation.md "Shared inputs and outputs").
+      {"adv_shared_memfd.py", "", "forbidden_import"},
       {"adv_half_store.py", "unwritten_output", "unwritten_output"},
       {"adv_sbuf_output.py", "unwritten_output", "unwritten_output"},
       {"adv_print_capture.py", "unwritten_output", "unwritten_output"},
@@ -230,6 +232,8 @@ TEST_CASE("adversarial kernels: each contained with its kind while good kernels 
                         << result.dump().substr(0, 4000));
     if (jobs[i].expected.empty()) {
       CHECK(result["correct"] == true);
+      // The outputs came in the sealed reply memfd, except where the kernel kept it writable.
+      CHECK(result["timings"]["reply_shared"] == (jobs[i].kernel != "adv_shared_memfd.py"));
       CHECK(result["error"].is_null());
       CHECK(result["latency_ms"].get<double>() > 0);
       good_latencies.insert(result["latency_ms"].get<double>());

@@ -70,6 +70,9 @@ class Draw:
         self._norms = None
         self.store_key = None  # (source key, seed): write to draw_store once the outputs are computed
         self.from_store = False  # loaded from draw_store
+        # A hidden set that serves several screens keeps its inputs' sealed memfd for them
+        # (accelopt.sandbox.sealed; trusted._shared_job); counted in nbytes.
+        self.sealed_inputs = None
 
     @classmethod
     def stored(cls, seed, nki_inputs, expected, load_ms):
@@ -91,9 +94,11 @@ class Draw:
 
     @property
     def nbytes(self):
-        """Bytes of the arrays held: inputs, plus the reference outputs once computed."""
+        """Bytes of the arrays held: inputs, plus the reference outputs once computed, plus the
+        inputs' sealed memfd if one is kept."""
         done = self._future is not None and self._future.done() and self._future.exception() is None
-        return _nbytes(self.nki_inputs) + (_nbytes(compare.as_tuple(self._future.result())) if done else 0)
+        shared = self.sealed_inputs.nbytes if self.sealed_inputs is not None else 0
+        return _nbytes(self.nki_inputs) + shared + (_nbytes(compare.as_tuple(self._future.result())) if done else 0)
 
     def start(self, reference, on_done=None):
         """Computes the reference outputs on the background thread (once); ``on_done``

@@ -35,7 +35,7 @@ from .. import compare, loading, precision, profile
 from .. import result as R
 from ..backends import choose_backend
 from ..backends.neuron import MAX_RETRIES, PERF_TOL
-from . import codec, draw_cache, draws, passes, static_check
+from . import codec, draw_cache, draws, passes, sealed, static_check
 
 PROFILE_CALL = ("accelopt.profile", "profile_kernel")
 # One trial of a FlashInfer-Bench solution or reference (accelopt.fib.trusted; docs/flashinfer.md).
@@ -216,6 +216,7 @@ def _prepare_profile(request, options, blobs):
     hidden_draw, how = HIDDEN.take(reference, reference_key, set(seeds), _hidden_reuse(request))
     timings.update(draw_ms=_ms(start), cached_draws=sum(hit for _, hit in published),
                    hidden_drawn_ahead=how == "spare", hidden_reused=how == "reused")
+    hidden_shared = _hidden_reuse(request) > 1  # the set serves several calls: so may its memfd
     # The hidden run goes at a random place among the seeds' runs.
     start = time.perf_counter()
     order = list(range(len(seeds)))
@@ -233,7 +234,8 @@ def _prepare_profile(request, options, blobs):
              "backend": resolved, "target": target, "timing": timing, "kernel_path": kernel_path,
              "reference_key": reference_key, "timings": timings, "started": started, "source": source,
              "timed_run": timed_run, "passes": plan, "pass": 0, "judged": [], "deferred": None, "records": {},
-             "worker": {"compiled": False, "latency_ms": None, "metrics": {}, "timing_error": None}}
+             "worker": {"compiled": False, "latency_ms": None, "metrics": {}, "timing_error": None},
+             "hidden_shared": hidden_shared}
     start = time.perf_counter()
     _start_references(state, plan[0])
     worker_arg = _worker_job(state, 0, blobs)
@@ -277,12 +279,14 @@ def prepare(call, _blobs=()):
         return {"result": R.set_error(result, R.RUNTIME_ERROR, f"{type(exc).__name__}: {exc}",
                                       R.format_exception(exc))}, []
     state["result"] = result
+    state["shared_inputs"] = sealed.enabled(call.get("options") or {})
     token = secrets.token_hex(12)
+    job, blobs = _shared_job(state, {"module": "accelopt.sandbox.untrusted", "function": "run_kernel",
+                                     "arg": worker_arg}, blobs, a_pass=True)
     state["sent_at"] = time.perf_counter()
     with _states_lock:
         _states[token] = state
-    return {"token": token, "backend": state["backend"],
-            "worker": {"module": "accelopt.sandbox.untrusted", "function": "run_kernel", "arg": worker_arg}}, blobs
+    return {"token": token, "backend": state["backend"], "worker": job}, blobs
 
 
 def discard(call):
@@ -291,7 +295,53 @@ def discard(call):
         from ..fib import trusted as fib_trusted
         return fib_trusted.discard(call["token"])
     with _states_lock:
-        return _states.pop(call.get("token"), None) is not None
+        state = _states.pop(call.get("token"), None)
+    if state is not None:
+        _close_shared(state)
+    return state is not None
+
+
+def _shared_job(state, job, blobs, a_pass=False):
+    """``(job, blobs)`` with the attachments moved into one sealed memfd when the call shares
+    its inputs (accelopt.sandbox.sealed; ``job["shared"]`` names the memfd and the ranges,
+    the state keeps it open until the next pass or the end of the call). A pass
+    (``a_pass``) that runs only a hidden set serving several calls (``hidden_reuse``) uses
+    that set's own memfd, made once and kept with it (sealed: no candidate can change it).
+    A memfd the system refuses leaves the attachments as they are."""
+    _close_shared(state)
+    if not state.get("shared_inputs") or not blobs:
+        return job, blobs
+    start = time.perf_counter()
+    slots = [state["order"][p] for p in state["passes"][state["pass"]]]
+    hidden = state.get("hidden") if a_pass and state.get("hidden_shared") and slots == [-1] else None
+    try:
+        if hidden is not None and hidden.sealed_inputs is not None:
+            shared = hidden.sealed_inputs
+        else:
+            shared = sealed.SealedBuffers(blobs)
+    except OSError:
+        return job, blobs
+    if hidden is not None:
+        hidden.sealed_inputs = shared
+    else:
+        state["sealed"] = shared
+    _add(state["timings"], "share_ms", _ms(start))
+    return dict(job, shared={"memfds": [shared.fd], "blobs": shared.ranges}), []
+
+
+def _close_shared(state):
+    shared = state.pop("sealed", None)
+    if shared is not None:
+        shared.close()
+
+
+def _reply_blobs(outcome, blobs):
+    """The reply's attachments: ``blobs``, or read-only views of the sealed reply memfd the
+    worker handed over (``outcome["reply_memfd"]`` = {"fd", "at", "sizes"})."""
+    shared = outcome.get("reply_memfd") if isinstance(outcome, dict) else None
+    if not shared:
+        return blobs
+    return sealed.map_reply(shared["fd"], shared.get("at", 0), shared.get("sizes") or [])
 
 
 def settle(_call=None):
@@ -635,6 +685,11 @@ def finish(call, blobs=()):
     token is a worker_error result).
     """
     token = call.get("token")
+    try:
+        blobs = _reply_blobs(call.get("outcome"), blobs)
+    except (codec.CodecError, OSError, KeyError, TypeError, ValueError) as exc:
+        call = dict(call, outcome={"ok": False, "error": {"kind": WORKER_ERROR,
+                                                          "message": f"cannot map the reply memfd: {exc}"}})
     if str(token or "").startswith("fib-"):
         from ..fib import trusted as fib_trusted
         return fib_trusted.finish_trial(token, call.get("outcome") or {}, blobs), []
@@ -645,6 +700,10 @@ def finish(call, blobs=()):
         return R.set_error(result, WORKER_ERROR, "unknown or expired isolated-call token"), []
     result = state["result"]
     state["returned_at"] = time.perf_counter()
+    outcome = call.get("outcome")
+    if isinstance(outcome, dict) and outcome.get("ok"):
+        # Whether the outputs came in the candidate's sealed reply memfd (else by pipe: docs/isolation.md)
+        state["timings"]["reply_shared"] = bool(outcome.get("reply_memfd"))
     try:
         if state["device_rounds"] and state.get("remeasuring"):
             _finish_remeasure(state, call.get("outcome") or {}, result)
@@ -652,11 +711,12 @@ def finish(call, blobs=()):
             _finish_profile(state, call.get("outcome") or {}, blobs, result)
     except _Remeasure as again:
         state["remeasuring"] = True
-        return {"remeasure": True, "token": token, "backend": state["backend"], "worker": again.job}, again.blobs
+        job, job_blobs = _shared_job(state, again.job, again.blobs)
+        return {"remeasure": True, "token": token, "backend": state["backend"], "worker": job}, job_blobs
     except _NextPass as following:
+        job, job_blobs = _shared_job(state, following.job, following.blobs, a_pass=True)
         state["sent_at"] = time.perf_counter()
-        return {"next_pass": True, "token": token, "backend": state["backend"], "worker": following.job}, \
-            following.blobs
+        return {"next_pass": True, "token": token, "backend": state["backend"], "worker": job}, job_blobs
     except (R.HarnessError, _Early) as exc:
         R.set_error(result, exc.kind, exc.message, exc.tb)
     except Exception as exc:  # noqa: BLE001 - a malformed worker answer
@@ -664,6 +724,7 @@ def finish(call, blobs=()):
                     R.format_exception(exc))
     with _states_lock:
         _states.pop(token, None)
+    _close_shared(state)
     if result["error"] is not None:
         result["correct"] = result["correct"] and result["error"]["kind"] == R.TIMING_ERROR
         if result["error"]["kind"] != R.TIMING_ERROR:

@@ -19,7 +19,7 @@ import sys
 import tempfile
 
 from .. import result as R
-from . import integrity
+from . import integrity, sealed
 
 _baseline = None
 _digests = None
@@ -226,7 +226,9 @@ def handle(message, blobs):
 
     ``message``: ``{"module", "function", "arg", "packed", "scratch",
     "limits"}`` (limits are already applied by the C++ side); ``blobs``: the
-    request's attachments (list of bytes). With ``"packed": true`` the
+    request's attachments (list of bytes; read-only memoryviews of the sealed
+    input memfds when ``message["shared"]`` = {"memfds": [fd, ...], "blobs":
+    [[k, offset, nbytes], ...]} names them, accelopt.sandbox.sealed). With ``"packed": true`` the
     function is called as ``function(arg, blobs)`` and must be marked
     :func:`codec.packed`; otherwise as ``function(arg)``.
 
@@ -246,6 +248,9 @@ def handle(message, blobs):
         if scratch:
             os.environ["TMPDIR"] = scratch
             tempfile.tempdir = scratch
+        shared = message.get("shared")
+        if shared:  # the attachments are ranges of sealed memfds the worker passed on (sealed.py)
+            blobs = sealed.map_ranges(shared.get("memfds") or [], shared.get("blobs") or [])
         function = getattr(importlib.import_module(message["module"]), message["function"])
         if message.get("packed"):
             if not getattr(function, "packed", False):
