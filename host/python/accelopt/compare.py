@@ -15,6 +15,11 @@ from . import result as R
 # Largest float64 difference buffer kept per thread for the next judge (bytes): a fresh
 # buffer of an output's size costs its page faults on every seed.
 SCRATCH_BYTES = 256 << 20
+# Outputs whose float64 copy exceeds this are judged chunk by chunk (bytes of float64 per
+# chunk): a chunk's difference stays in the core's cache between its subtraction and its dot
+# product, where a whole-output difference goes out to memory and back (2-3x slower on
+# outputs of 100 MB and more; docs/benchmarks/candidate-cost.txt).
+CHUNK_BYTES = 2 << 20
 _SCRATCH = threading.local()
 
 
@@ -60,15 +65,15 @@ def _scratch(shape):
 
 
 def _chunks(size):
-    """(start, stop) of the chunks a large output is judged in (SCRATCH_BYTES of float64 each)."""
-    step = SCRATCH_BYTES // 8
+    """(start, stop) of the chunks a large output is judged in (CHUNK_BYTES of float64 each)."""
+    step = max(1, min(CHUNK_BYTES, SCRATCH_BYTES) // 8)
     return [(start, min(size, start + step)) for start in range(0, size, step)]
 
 
 def _large(array):
-    """True when ``array``'s float64 copy exceeds the kept buffer: it is then judged in
-    chunks (one chunk's float64 difference at a time, never a copy of the whole)."""
-    return array.size * 8 > SCRATCH_BYTES
+    """True when ``array``'s float64 copy exceeds a chunk: it is then judged in chunks (one
+    chunk's float64 difference at a time, never a copy of the whole)."""
+    return array.size * 8 > min(CHUNK_BYTES, SCRATCH_BYTES)
 
 
 def _ref_l2(ref):

@@ -85,8 +85,8 @@ def test_large_outputs_are_judged_in_chunks_with_the_same_result():
         wrong_whole = compare.compare_outputs((out,), (ref,), 1e-9, 0)
     except R.HarnessError as exc:
         wrong_whole = exc.message
-    saved = compare.SCRATCH_BYTES
-    compare.SCRATCH_BYTES = 8 * 1000  # 1000 float64 per chunk: 7 chunks
+    saved = compare.CHUNK_BYTES
+    compare.CHUNK_BYTES = 8 * 1000  # 1000 float64 per chunk: 7 chunks
     try:
         assert compare._large(out) and len(compare._chunks(out.size)) == 7
         chunked = compare.compare_outputs((out,), (ref,), 1.0, 0)
@@ -109,5 +109,5 @@ def test_large_outputs_are_judged_in_chunks_with_the_same_result():
         else:
             raise AssertionError("NaN passed")
     finally:
-        compare.SCRATCH_BYTES = saved
+        compare.CHUNK_BYTES = saved
         compare._SCRATCH.buffer = None
