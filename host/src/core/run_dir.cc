@@ -12,6 +12,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "core/unique_fd.h"
+
 namespace accelopt {
 namespace {
 
@@ -29,28 +31,6 @@ std::string SafeName(const std::string& name) {
   for (char c : name) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_') ? c : '_';
   return out.empty() ? "run" : out;
 }
-
-// Closes a descriptor on scope exit.
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  ~Fd() { Reset(); }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  int Release() {
-    int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
-  void Reset(int fd = -1) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
-  }
-
- private:
-  int fd_;
-};
 
 std::runtime_error Failure(const std::filesystem::path& path, const std::string& why) {
   return std::runtime_error(path.string() + ": " + why);
@@ -88,7 +68,7 @@ int OpenDirAt(int dir_fd, const std::string& name, bool create, unsigned mode, c
 
 // Opens `base` (trusted) and walks `parts` under it; returns the last directory's fd.
 int WalkDirs(const std::filesystem::path& base, const std::vector<std::string>& parts, size_t count, unsigned mode) {
-  Fd dir(::open(base.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  UniqueFd dir(::open(base.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dir.get() < 0) throw Failure(base, std::string("cannot open: ") + std::strerror(errno));
   std::filesystem::path shown = base;
   for (size_t i = 0; i < count; ++i) {
@@ -105,7 +85,7 @@ std::string UtcNowIso() { return UtcStamp("%Y-%m-%dT%H:%M:%SZ"); }
 std::filesystem::path EnsurePrivateDir(const std::filesystem::path& base, const std::filesystem::path& relative,
                                        unsigned mode) {
   auto parts = Components(relative);
-  Fd dir(WalkDirs(base, parts, parts.size(), mode));
+  UniqueFd dir(WalkDirs(base, parts, parts.size(), mode));
   return parts.empty() ? base : base / relative.lexically_normal();
 }
 
@@ -120,7 +100,7 @@ std::filesystem::path EnsurePrivateDir(const std::filesystem::path& path) {
 int OpenForAppendNoFollow(const std::filesystem::path& base, const std::filesystem::path& relative) {
   auto parts = Components(relative);
   if (parts.empty()) throw Failure(relative, "expected a file name");
-  Fd dir(WalkDirs(base, parts, parts.size() - 1, 0755));
+  UniqueFd dir(WalkDirs(base, parts, parts.size() - 1, 0755));
   int fd = ::openat(dir.get(), parts.back().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) {
     int error = errno;
@@ -133,10 +113,10 @@ int OpenForAppendNoFollow(const std::filesystem::path& base, const std::filesyst
 void WriteFileNoFollow(const std::filesystem::path& base, const std::filesystem::path& relative, std::string_view text) {
   auto parts = Components(relative);
   if (parts.empty()) throw Failure(relative, "expected a file name");
-  Fd dir(WalkDirs(base, parts, parts.size() - 1, 0755));
+  UniqueFd dir(WalkDirs(base, parts, parts.size() - 1, 0755));
   const std::string& name = parts.back();
   std::string tmp = "." + name + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(std::random_device{}());
-  Fd file(::openat(dir.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  UniqueFd file(::openat(dir.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
   if (file.get() < 0) throw Failure(base / relative, std::string("cannot write: ") + std::strerror(errno));
   const char* data = text.data();
   size_t left = text.size();

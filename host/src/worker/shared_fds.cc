@@ -33,11 +33,6 @@ void TakeRights(msghdr* message, std::vector<UniqueFd>* fds) {
 
 }  // namespace
 
-void UniqueFd::Reset() {
-  if (fd_ >= 0) close(fd_);
-  fd_ = -1;
-}
-
 void MakeFdChannel(int fds[2]) {
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0)
     throw std::runtime_error(std::string("socketpair: ") + std::strerror(errno));

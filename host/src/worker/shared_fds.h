@@ -16,35 +16,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/unique_fd.h"
+
 namespace accelopt::worker {
 
-/// An owned file descriptor, closed on destruction. Move-only.
-class UniqueFd {
- public:
-  UniqueFd() = default;
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  ~UniqueFd() { Reset(); }
-  UniqueFd(UniqueFd&& other) noexcept : fd_(other.Release()) {}
-  UniqueFd& operator=(UniqueFd&& other) noexcept {
-    if (this != &other) {
-      Reset();
-      fd_ = other.Release();
-    }
-    return *this;
-  }
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  int get() const { return fd_; }
-  int Release() {
-    int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
-  void Reset();
-
- private:
-  int fd_ = -1;
-};
+using accelopt::UniqueFd;
 
 /// Most descriptors one message carries (the kernel allows 253, SCM_MAX_FD).
 constexpr size_t kMaxSharedFds = 64;
