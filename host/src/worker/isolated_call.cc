@@ -1,6 +1,7 @@
 #include "worker/isolated_call.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -37,6 +38,16 @@ nlohmann::json OutcomeJson(const CallOutcome& outcome) {
 
 }  // namespace
 
+uint64_t ShareMinBytes() {
+  const char* text = std::getenv("ACCELOPT_SHARE_MIN_BYTES");
+  if (text == nullptr || *text == '\0') return kDefaultShareMinBytes;
+  try {
+    return ParseByteSize(text);
+  } catch (const std::invalid_argument&) {
+    return std::string(text) == "0" ? 0 : kDefaultShareMinBytes;
+  }
+}
+
 void LimitHostBlas() {
   try {
     nlohmann::json previous = python::CallJson("nki_emu.blas_threads", "set_threads", 1);
@@ -71,9 +82,12 @@ nlohmann::json IsolatedCall(const PoolForBackend& pools, const std::string& modu
   } catch (const std::invalid_argument& error) {
     throw StageError("config_error", error.what());
   }
-  // shared_inputs: the inputs travel in a sealed memfd (docs/isolation.md "Shared inputs and outputs").
+  // shared_inputs: the inputs travel in a sealed memfd (docs/isolation.md "Shared inputs and outputs"),
+  // as do the outputs, from ShareMinBytes() bytes on.
+  const uint64_t share_min_bytes = ShareMinBytes();
   nlohmann::json options = {{"static_checks", limits.is_object() ? limits.value("static_checks", true) : true},
-                            {"shared_inputs", true}};
+                            {"shared_inputs", true},
+                            {"shared_min_bytes", share_min_bytes}};
   auto start = std::chrono::steady_clock::now();
   python::Packed prepared_call = python::CallPacked(
       kTrusted, "prepare",
@@ -112,7 +126,7 @@ nlohmann::json IsolatedCall(const PoolForBackend& pools, const std::string& modu
   auto first_sent = std::chrono::steady_clock::now();
   for (int round = 0; round < kMaxRounds; ++round) {
     try {
-      nlohmann::json transfer = {{"reply_memfd", true}};
+      nlohmann::json transfer = {{"reply_memfd", true}, {"reply_min_bytes", share_min_bytes}};
       if (job.contains("shared")) transfer["shared"] = job["shared"];
       outcome = pools(backend).Call(job.value("module", ""), job.value("function", ""),
                                     job.value("arg", nlohmann::json()), round_limits, &job_blobs, while_held, transfer);

@@ -14,6 +14,13 @@
 
 namespace accelopt::worker {
 
+/// Bytes of inputs (or of a reply's outputs) from which they cross the process boundary as a
+/// sealed memfd rather than through the pipes (docs/isolation.md "Shared inputs and outputs"):
+/// $ACCELOPT_SHARE_MIN_BYTES ("0", "64K", "1M", bytes), default kDefaultShareMinBytes. Below
+/// it a memfd's system calls cost more than the copies they save.
+constexpr uint64_t kDefaultShareMinBytes = 1u << 20;
+uint64_t ShareMinBytes();
+
 /// Sets the host interpreter's OpenBLAS to one thread (best effort; see
 /// host/python/nki_emu/blas_threads.py): once workers occupy the cores,
 /// multi-threaded BLAS in the host only spins against them. Called when a

@@ -216,7 +216,8 @@ CallOutcome WorkerPool::Call(const std::string& module, const std::string& funct
       request["packed"] = true;
     }
   }
-  if (transfer.is_object() && transfer.value("reply_memfd", false) && SharesFds()) request["reply_memfd"] = true;
+  if (transfer.is_object() && transfer.value("reply_memfd", false) && SharesFds())
+    request["reply_memfd_min_bytes"] = transfer.value("reply_min_bytes", uint64_t{0});
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.calls;

@@ -75,7 +75,8 @@ class WorkerPool {
   /// the attachments are ranges of these sealed memfds (the caller keeps the
   /// descriptors open until Call returns); "reply_memfd"?: true: the reply's
   /// attachments may come back as the candidate's sealed reply memfd
-  /// (CallOutcome::reply_memfd) instead of bytes}. A pool whose workers
+  /// (CallOutcome::reply_memfd) instead of bytes, when they are at least
+  /// "reply_min_bytes"? (default 0) bytes}. A pool whose workers
   /// cannot take descriptors (Slurm) reads the shared ranges into blobs.
   using WhileHeld = std::function<void(CallOutcome& outcome, const std::string& scratch)>;
   CallOutcome Call(const std::string& module, const std::string& function, const nlohmann::json& arg,

@@ -553,7 +553,9 @@ bool ServeOne(const WorkerMainOptions& options, const nlohmann::json& request, p
   // now that the candidate is stopped (a candidate that mapped it writable, or
   // sealed it against sealing, makes the seal fail: its bytes go by sendfile).
   std::string seal_problem;
-  bool hand_over = g_channel >= 0 && request.value("reply_memfd", false) && blobs_size > 0 && !g_hardware && stopped > 0 &&
+  const auto& least = request.value("reply_memfd_min_bytes", nlohmann::json());
+  bool hand_over = g_channel >= 0 && least.is_number_unsigned() && blobs_size > 0 &&
+                   blobs_size >= least.get<uint64_t>() && !g_hardware && stopped > 0 &&
                    SealReadOnly(current.reply_fd, &seal_problem);
   if (hand_over) header["reply_memfd"] = {{"at", static_cast<uint64_t>(blobs_at)}};
   bool sent = hand_over ? SendFds(g_channel, {current.reply_fd}, header["nonce"].get<std::string>()) &&

@@ -166,6 +166,8 @@ TEST_CASE("runtime containment: each hostile call gets its kind and the pool kee
 
 TEST_CASE("adversarial kernels: each contained with its kind while good kernels of the batch pass", "[worker]") {
   accelopt::testing::TempDir scratch;
+  // Tiny inputs and outputs cross as sealed memfds too (docs/isolation.md "Shared inputs and outputs").
+  setenv("ACCELOPT_SHARE_MIN_BYTES", "0", 1);
   WorkerPool pool(TestPool(scratch.path(), 2));
   struct Case {
     std::string kernel;
@@ -245,6 +247,7 @@ TEST_CASE("adversarial kernels: each contained with its kind while good kernels 
       CHECK(result["latency_ms"].is_null());
     }
   }
+  unsetenv("ACCELOPT_SHARE_MIN_BYTES");
   CHECK(good_latencies.size() == 1);
   CHECK_FALSE(fs::exists("/tmp/accelopt-sandbox-escape.txt"));
   CHECK(accelopt::python::CallJson("accelopt.sandbox.trusted", "pending", nullptr) == 0);

@@ -86,7 +86,7 @@ def _shared_round_trip(request, reply_memfd=True, inodes=None):
     """prepare -> (the worker: mapped memfd ranges) -> run_kernel -> finish; returns (result, first job).
     ``inodes`` (list, optional) receives the inode of every memfd sent."""
     prepared, blobs = trusted.prepare({"module": "accelopt.profile", "function": "profile_kernel", "arg": request,
-                                       "options": {"shared_inputs": True}})
+                                       "options": {"shared_inputs": True, "shared_min_bytes": 0}})
     first = None
     while True:
         job = json.loads(json.dumps(prepared["worker"]))
@@ -131,7 +131,7 @@ def test_shared_inputs_and_reply_judge_like_piped_ones():
 
 def test_an_unmappable_reply_is_a_worker_error():
     prepared, _ = trusted.prepare({"module": "accelopt.profile", "function": "profile_kernel",
-                                   "arg": _request("kernel_good.py"), "options": {"shared_inputs": True}})
+                                   "arg": _request("kernel_good.py"), "options": {"shared_inputs": True, "shared_min_bytes": 0}})
     outcome = {"ok": True, "result": {"runs": []}, "integrity": [], "reply_memfd": {"fd": 10**6, "at": 0, "sizes": [4]}}
     result, blobs = trusted.finish({"token": prepared["token"], "outcome": outcome}, [])
     assert result["error"]["kind"] == "worker_error" and "reply memfd" in result["error"]["message"]
@@ -155,3 +155,11 @@ def test_a_reused_hidden_set_keeps_one_memfd_for_its_screens():
     fd = kept[0].sealed_inputs.fd
     assert _is_open(fd)  # the set's memfd outlives the calls it served
     trusted.HIDDEN.clear()
+
+
+def test_small_inputs_go_by_pipe_unless_asked_otherwise():
+    assert sealed.enabled({}) is None and sealed.enabled({"shared_inputs": True}) == sealed.MIN_BYTES
+    prepared, blobs = trusted.prepare({"module": "accelopt.profile", "function": "profile_kernel",
+                                       "arg": _request("kernel_good.py"), "options": {"shared_inputs": True}})
+    assert "shared" not in prepared["worker"] and len(blobs) == 4  # 3 seeds + 1 hidden set, 32 KiB each
+    trusted.discard({"token": prepared["token"]})

@@ -26,13 +26,20 @@ from .codec import CodecError
 
 INPUT_SEALS = fcntl.F_SEAL_WRITE | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL
 ALIGN = 64  # bytes: every array starts on a cache line (NumPy needs its itemsize)
+# Inputs below this many bytes still go by pipe: a memfd's few system calls per call
+# only pay off once copies cost more (options["shared_min_bytes"] overrides it; tests use 0).
+MIN_BYTES = 1 << 20
 _MAX_WRITE = 1 << 30  # bytes per pwrite call (Linux moves at most ~2 GiB per call)
 
 
 def enabled(options):
-    """Whether a prepared call should share its inputs through a memfd: the host asked for it
-    (``options["shared_inputs"]``) and ``ACCELOPT_SHARED_INPUTS`` is not "0" (A/B runs)."""
-    return bool(options.get("shared_inputs")) and os.environ.get("ACCELOPT_SHARED_INPUTS", "1") != "0"
+    """The least input bytes a prepared call shares through a memfd, or None for never: the
+    host asked for it (``options["shared_inputs"]``) and ``ACCELOPT_SHARED_INPUTS`` is not
+    "0" (A/B runs); ``options["shared_min_bytes"]`` (default MIN_BYTES)."""
+    if not options.get("shared_inputs") or os.environ.get("ACCELOPT_SHARED_INPUTS", "1") == "0":
+        return None
+    least = options.get("shared_min_bytes", MIN_BYTES)
+    return least if isinstance(least, int) and not isinstance(least, bool) and least >= 0 else MIN_BYTES
 
 
 class SealedBuffers:

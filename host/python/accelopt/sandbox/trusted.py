@@ -309,7 +309,8 @@ def _shared_job(state, job, blobs, a_pass=False):
     that set's own memfd, made once and kept with it (sealed: no candidate can change it).
     A memfd the system refuses leaves the attachments as they are."""
     _close_shared(state)
-    if not state.get("shared_inputs") or not blobs:
+    least = state.get("shared_inputs")
+    if least is None or not blobs or sum(memoryview(b).nbytes for b in blobs) < least:
         return job, blobs
     start = time.perf_counter()
     slots = [state["order"][p] for p in state["passes"][state["pass"]]]
