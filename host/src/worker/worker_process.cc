@@ -46,6 +46,9 @@ constexpr size_t kMaxReplyHeader = 64u << 20;
 // process and answers `timeout`); the host waits this much longer before it
 // kills the whole worker.
 constexpr double kDeadlineGraceS = 10;
+// A worker whose pipe or channel failed has this long to exit by itself before
+// the host kills it (its exit status then says why it ended).
+constexpr int kDeadGraceMs = 2000;
 // Environment variables a worker inherits (no API keys, no PYTHON*).
 const char* const kPassedEnv[] = {"PATH", "LANG", "LC_ALL", "LC_CTYPE", "ACCELOPT_PYTHON_PATH", "NEURON_RT_VISIBLE_CORES",
                                    "ACCELOPT_SPARE_WARM_UP", "ACCELOPT_PREFAULT", "ACCELOPT_SANDBOX_READ",
@@ -379,8 +382,20 @@ bool WorkerProcess::ReapIfExited() {
 }
 
 CallOutcome WorkerProcess::Dead(const std::string& context, double wall_ms) {
-  // The reply pipe closed: reap and say why the worker ended.
-  int status = Reap();
+  // A pipe or the descriptor channel failed: the worker is gone or going. Reap it
+  // and say why it ended; one still alive after kDeadGraceMs is killed first, so
+  // the host never waits on a worker that did not die.
+  int status = -1;
+  for (int waited = 0; pid_ > 0; waited += 10) {
+    pid_t done = waitpid(pid_, &status, WNOHANG);
+    if (done == pid_ || (done < 0 && errno != EINTR)) break;
+    if (waited >= kDeadGraceMs) {
+      kill(pid_, SIGKILL);
+      status = Reap();
+      break;
+    }
+    usleep(10 * 1000);
+  }
   kill(-pid_, SIGKILL);  // anything left in its group
   pid_ = -1;
   if (log_thread_.joinable()) log_thread_.join();
@@ -448,7 +463,21 @@ CallOutcome WorkerProcess::Call(const nlohmann::json& request_in, const std::vec
                                 : "this worker cannot receive shared inputs (no descriptor channel)";
       return out;
     }
-    if (!SendFds(fd_channel_.get(), fds, nonce)) return Dead("while receiving the shared inputs", MsSince(start));
+    if (!SendFds(fd_channel_.get(), fds, nonce)) {
+      int why = errno;
+      if (why == EPIPE || why == ECONNRESET || why == ECONNREFUSED)
+        return Dead("while receiving the shared inputs", MsSince(start));
+      // The host's side failed (e.g. EBADF: a memfd closed too early): not the worker's fault,
+      // but its channel may now hold half a message, so it is replaced.
+      Kill();
+      CallOutcome out;
+      out.kind = "worker_error";
+      out.message = std::string("cannot pass the shared inputs to the worker: ") + std::strerror(why) +
+                    "; worker replaced";
+      out.worker_died = true;
+      out.wall_ms = MsSince(start);
+      return out;
+    }
     request["shared"]["memfds"] = fds.size();
   }
   if (!WriteFrame(to_worker_, std::move(request), blobs)) return Dead("while receiving the request", MsSince(start));

@@ -358,6 +358,30 @@ TEST_CASE("a worker that dies while idle is reaped and replaced, leaving no zomb
   CHECK(pool.Stats().retries == 0);  // the next call never saw the dead worker
 }
 
+TEST_CASE("a shared memfd the host cannot send fails the call at once; the pool keeps serving", "[worker]") {
+  // The regression of a CI hang: a descriptor number closed before the send made the host
+  // wait forever for a worker that had not died (WorkerProcess::Dead reaped it unbounded).
+  accelopt::testing::TempDir scratch;
+  WorkerPool pool(TestPool(scratch.path(), 1));
+  json result;
+  REQUIRE(PlainKind(pool, "echo", 1, json::object(), &result) == "ok");
+  int closed = dup(2);
+  REQUIRE(closed >= 0);
+  close(closed);  // a number that names no open file now: sendmsg answers EBADF
+  CallLimits limits;
+  limits.timeout_s = 30;
+  auto started = std::chrono::steady_clock::now();
+  CallOutcome outcome = pool.Call("sandbox_probe", "echo", 1, limits, nullptr, nullptr,
+                                  {{"shared", {{"memfds", {closed}}, {"blobs", json::array()}}}});
+  double waited_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  INFO(outcome.message);
+  CHECK_FALSE(outcome.ok);
+  CHECK(outcome.kind == "worker_error");
+  CHECK_THAT(outcome.message, Catch::Contains("cannot pass the shared inputs"));
+  CHECK(waited_s < 10);  // not the call's 30 s limit, and never forever
+  REQUIRE(PlainKind(pool, "echo", 2, json::object(), &result) == "ok");
+}
+
 TEST_CASE("signals: a candidate reaches no process but itself, by any route", "[worker][hostile]") {
   accelopt::testing::TempDir scratch;
   WorkerPool pool(TestPool(scratch.path(), 1));

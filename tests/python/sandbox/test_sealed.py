@@ -157,6 +157,40 @@ def test_a_reused_hidden_set_keeps_one_memfd_for_its_screens():
     trusted.HIDDEN.clear()
 
 
+def test_a_hidden_sets_memfd_is_made_once_for_concurrent_screens():
+    # The regression of a CI hang: two screens racing to make a shared hidden set's memfd
+    # each made one, and the loser's was collected (its descriptor closed) while its call
+    # was about to send the number.
+    import threading
+    from accelopt.sandbox import draws
+    drawn = draws.Draw(7, None, [np.zeros(4, np.float32)], 0.0)
+    start, got = threading.Barrier(8), []
+
+    def make():
+        start.wait()
+        got.append(drawn.sealed([b"x" * 4096]))
+
+    threads = [threading.Thread(target=make) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(got) == 8 and all(buffers is drawn.sealed_inputs for buffers in got)
+    assert _is_open(drawn.sealed_inputs.fd)
+
+
+def test_a_pass_holds_its_memfd_until_the_next_pass_or_the_end():
+    state = {"shared_inputs": 0, "order": {0: 0}, "passes": [[0]], "pass": 0, "timings": {}}
+    job, blobs = trusted._shared_job(state, {"module": "m"}, [b"y" * 1024])
+    assert blobs == [] and job["shared"]["memfds"] == [state["sealed"][0].fd]
+    fd = job["shared"]["memfds"][0]
+    import gc
+    gc.collect()
+    assert _is_open(fd)  # only the number travels on: the state keeps the buffers alive
+    trusted._close_shared(state)
+    assert not _is_open(fd)
+
+
 def test_small_inputs_go_by_pipe_unless_asked_otherwise():
     assert sealed.enabled({}) is None and sealed.enabled({"shared_inputs": True}) == sealed.MIN_BYTES
     prepared, blobs = trusted.prepare({"module": "accelopt.profile", "function": "profile_kernel",

@@ -24,7 +24,7 @@ import weakref
 import numpy as np
 
 from .. import compare, profile
-from . import codec, draw_cache, draw_store
+from . import codec, draw_cache, draw_store, sealed
 from .hidden_rng import fast_global_rng
 
 # np.random.seed + get_inputs must not interleave between host threads.
@@ -91,6 +91,15 @@ class Draw:
             return True
         return (self.store_key is not None and draw_store.root() is not None
                 and self.draw_ms + (self.reference_ms or 0.0) >= draw_store.MIN_DRAW_MS)
+
+    def sealed(self, blobs):
+        """This set's inputs in one sealed memfd (accelopt.sandbox.sealed.SealedBuffers of
+        ``blobs``, its encoded attachments), made by the first caller and shared by every later
+        one, from any thread. Raises OSError as SealedBuffers does."""
+        with self._lock:
+            if self.sealed_inputs is None:
+                self.sealed_inputs = sealed.SealedBuffers(blobs)
+            return self.sealed_inputs
 
     @property
     def nbytes(self):

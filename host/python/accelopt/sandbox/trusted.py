@@ -316,24 +316,21 @@ def _shared_job(state, job, blobs, a_pass=False):
     slots = [state["order"][p] for p in state["passes"][state["pass"]]]
     hidden = state.get("hidden") if a_pass and state.get("hidden_shared") and slots == [-1] else None
     try:
-        if hidden is not None and hidden.sealed_inputs is not None:
-            shared = hidden.sealed_inputs
-        else:
-            shared = sealed.SealedBuffers(blobs)
+        shared = hidden.sealed(blobs) if hidden is not None else sealed.SealedBuffers(blobs)
     except OSError:
         return job, blobs
-    if hidden is not None:
-        hidden.sealed_inputs = shared
-    else:
-        state["sealed"] = shared
+    # Held until the next pass or the end of the call: the job names the memfd only by its
+    # number, so the buffers must outlive the worker call that sends it (a collected
+    # SealedBuffers closes its descriptor, and the number may then name another file).
+    state["sealed"] = (shared, hidden is None)
     _add(state["timings"], "share_ms", _ms(start))
     return dict(job, shared={"memfds": [shared.fd], "blobs": shared.ranges}), []
 
 
 def _close_shared(state):
-    shared = state.pop("sealed", None)
-    if shared is not None:
-        shared.close()
+    shared, owned = state.pop("sealed", (None, False))
+    if owned:
+        shared.close()  # a hidden set's memfd stays with its Draw for the calls it still serves
 
 
 def _reply_blobs(outcome, blobs):
