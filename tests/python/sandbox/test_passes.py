@@ -113,7 +113,8 @@ def test_references_start_with_their_pass_and_are_released_after_it():
                                    "options": {"pass_bytes": 1}})
     state = trusted._states[prepared["token"]]
     first = state["order"][0]
-    started = [d._future is not None for d in state["draws"]]
+    # the later passes' seeds are drawn ahead (futures until a pass needs them); none started
+    started = [trusted._seed_draw(state, i)._future is not None for i in range(len(state["draws"]))]
     # seed 5's reference sizes the passes; the first pass's set is started too
     assert started[0] and all(not s for i, s in enumerate(started) if i > 0 and i != first), started
     draws.settle()
@@ -122,6 +123,29 @@ def test_references_start_with_their_pass_and_are_released_after_it():
     result, _ = _isolated(_request("kernel_good.py", seeds=[5, 6, 7]), pass_bytes=1, jobs=jobs)
     assert result["correct"] and len(jobs) == 4
     assert os.path.isdir(FIXTURES)
+
+
+def test_later_passes_seeds_are_drawn_ahead_and_judged_alike():
+    import concurrent.futures
+    request = _request("kernel_good.py", seeds=[5, 6, 7])
+    trusted.DRAWS.clear()
+    trusted.HIDDEN.clear()
+    prepared, _ = trusted.prepare({"module": "accelopt.profile", "function": "profile_kernel", "arg": request,
+                                   "options": {"pass_bytes": 1}})
+    state = trusted._states[prepared["token"]]
+    first_pass = {state["order"][p] for p in state["passes"][0]}
+    ahead = [i for i, d in enumerate(state["draws"]) if isinstance(d, concurrent.futures.Future)]
+    # seed 5 sizes the passes and the first pass's seeds are drawn now; the others are drawn ahead
+    assert ahead and all(i != 0 and i not in first_pass for i in ahead), (ahead, first_pass)
+    assert all(trusted._seed_draw(state, i).seed == seed for i, seed in enumerate([5, 6, 7]))
+    draws.settle()
+    assert trusted.discard({"token": prepared["token"]})
+    trusted.DRAWS.clear()
+    cold, _ = _isolated(request, pass_bytes=1)
+    warm, _ = _isolated(request, pass_bytes=1)  # all three in the draw cache: drawn at once, counted
+    assert cold["correct"] and warm["correct"], (cold["error"], warm["error"])
+    assert cold["timings"]["cached_draws"] == 0 and warm["timings"]["cached_draws"] == 3
+    assert abs(cold["latency_ms"] - warm["latency_ms"]) < 1e-9
 
 
 def _tampered(request, wrong_slots, pass_bytes=None):

@@ -85,6 +85,11 @@ class DrawCache:
                     self._bytes -= dropped
         return value
 
+    def holds(self, key):
+        """True when ``key`` is cached (no statistics counted, no recency changed)."""
+        with self._lock:
+            return key in self._entries
+
     def resize(self, key, size):
         """Sets the byte size of the entry ``key`` (a draw whose reference outputs were
         computed after it was cached); evicts the oldest entries beyond the budget."""
