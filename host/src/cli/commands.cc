@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstdio>
 #include <iostream>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -293,7 +294,9 @@ int StagesCommand(bool as_json) {
 // to the first NeuronCore of --neuron-cores or neuron-ls). Also used by `moves`.
 nlohmann::json ProfileInWorker(const ProfileOptions& options, const nlohmann::json& request) {
   worker::PoolOptions pool_options;
-  pool_options.workers = 1;
+  // Two workers where two cores are: a call of several passes keeps both busy
+  // (limits.parallel_passes below; issue 14). The neuron backend keeps one.
+  pool_options.workers = std::thread::hardware_concurrency() >= 2 ? 2 : 1;
   // The emulator's default is 4 GiB; the Neuron compiler and runtime get the
   // pool default (3/4 of physical memory), as their needs are not bounded here.
   pool_options.config.memory_bytes = options.memory_limit.empty() ? (4ull << 30) : worker::ParseByteSize(options.memory_limit);
@@ -310,12 +313,14 @@ nlohmann::json ProfileInWorker(const ProfileOptions& options, const nlohmann::js
       if (!pool) {
         worker::PoolOptions ready = worker::PoolOptionsFor(pool_options, backend);
         if (options.memory_limit.empty() && backend == "neuron") ready.config.memory_bytes = worker::DefaultWorkerMemoryBytes();
+        if (backend == "neuron") ready.workers = 1;
         pool = std::make_unique<worker::WorkerPool>(ready);
       }
       return *pool;
     };
     try {
-      result = worker::IsolatedCall(pools, "accelopt.profile", "profile_kernel", request, {{"timeout_s", options.timeout_s}});
+      result = worker::IsolatedCall(pools, "accelopt.profile", "profile_kernel", request,
+                                    {{"timeout_s", options.timeout_s}, {"parallel_passes", true}});
     } catch (...) {
       pool.reset();
       std::error_code ignored;

@@ -1,9 +1,13 @@
 #include "worker/isolated_call.h"
 
+#include <fcntl.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <chrono>
+#include <deque>
 #include <filesystem>
+#include <future>
 #include <map>
 #include <mutex>
 
@@ -22,18 +26,94 @@ constexpr const char* kDeviceProfile = "accelopt.backends.device_profile";
 // Most worker rounds of one isolated call: passes of input sets plus timing rounds.
 constexpr int kMaxRounds = 64;
 
+// The outcome as accelopt.sandbox.trusted.finish reads it; wall_ms: the worker call's round trip.
 nlohmann::json OutcomeJson(const CallOutcome& outcome) {
+  nlohmann::json out;
   if (outcome.ok && outcome.reply_memfd) {
     // The outputs stayed in the candidate's sealed reply memfd: accelopt.sandbox.sealed maps it
     // (the descriptor stays this process's; it is closed when `outcome` goes).
-    return {{"ok", true}, {"result", outcome.result}, {"integrity", outcome.integrity},
-            {"reply_memfd",
-             {{"fd", outcome.reply_memfd->get()}, {"at", outcome.reply_memfd_at}, {"sizes", outcome.reply_memfd_sizes}}}};
+    out = {{"ok", true}, {"result", outcome.result}, {"integrity", outcome.integrity},
+           {"reply_memfd",
+            {{"fd", outcome.reply_memfd->get()}, {"at", outcome.reply_memfd_at}, {"sizes", outcome.reply_memfd_sizes}}}};
+  } else if (outcome.ok) {
+    out = {{"ok", true}, {"result", outcome.result}, {"integrity", outcome.integrity}};
+  } else {
+    out = {{"ok", false},
+           {"error", {{"kind", outcome.kind}, {"message", outcome.message}, {"traceback", outcome.traceback}}},
+           {"integrity", outcome.integrity}};
   }
-  if (outcome.ok) return {{"ok", true}, {"result", outcome.result}, {"integrity", outcome.integrity}};
-  return {{"ok", false},
-          {"error", {{"kind", outcome.kind}, {"message", outcome.message}, {"traceback", outcome.traceback}}},
-          {"integrity", outcome.integrity}};
+  out["wall_ms"] = outcome.wall_ms;
+  return out;
+}
+
+// A worker call running on its own thread. It holds its own duplicates of the job's
+// memfds, so they stay valid whatever the trusted side closes meanwhile.
+struct PassInFlight {
+  std::vector<UniqueFd> memfds;
+  std::future<CallOutcome> outcome;
+};
+
+std::unique_ptr<PassInFlight> Launch(WorkerPool& pool, const nlohmann::json& job, std::vector<std::string> blobs,
+                                     const CallLimits& limits, uint64_t share_min_bytes) {
+  auto pass = std::make_unique<PassInFlight>();
+  nlohmann::json transfer = {{"reply_memfd", true}, {"reply_min_bytes", share_min_bytes}};
+  if (job.contains("shared")) {
+    nlohmann::json shared = job["shared"];
+    nlohmann::json numbers = nlohmann::json::array();
+    for (const auto& fd : shared.value("memfds", nlohmann::json::array())) {
+      int copy = fd.is_number_integer() ? fcntl(fd.get<int>(), F_DUPFD_CLOEXEC, 0) : -1;
+      if (copy < 0) throw StageError("worker_error", "a pass's shared inputs name no open memfd");
+      pass->memfds.emplace_back(copy);
+      numbers.push_back(copy);
+    }
+    shared["memfds"] = numbers;
+    transfer["shared"] = shared;
+  }
+  pass->outcome = std::async(std::launch::async, [&pool, job, blobs = std::move(blobs), limits, transfer]() {
+    return pool.Call(job.value("module", ""), job.value("function", ""), job.value("arg", nlohmann::json()), limits,
+                     &blobs, nullptr, transfer);
+  });
+  return pass;
+}
+
+// The passes of one profile call, two at a time on two workers (limits.parallel_passes):
+// the next pass is sent (trusted.ahead) while the current one runs; outcomes are judged
+// in pass order. Returns finish's final answer.
+nlohmann::json ParallelPasses(WorkerPool& pool, const std::string& token, nlohmann::json job,
+                              std::vector<std::string> job_blobs, const CallLimits& call_limits,
+                              uint64_t share_min_bytes) {
+  const auto first_sent = std::chrono::steady_clock::now();
+  auto remaining = [&] {
+    CallLimits limits = call_limits;
+    if (call_limits.timeout_s > 0) {
+      double spent_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - first_sent).count();
+      limits.timeout_s = std::max(1.0, call_limits.timeout_s - spent_s);
+    }
+    return limits;
+  };
+  std::deque<std::unique_ptr<PassInFlight>> in_flight;
+  in_flight.push_back(Launch(pool, job, std::move(job_blobs), call_limits, share_min_bytes));
+  for (int round = 0; round < kMaxRounds; ++round) {
+    if (in_flight.size() < 2) {
+      python::Packed extra = python::CallPacked(kTrusted, "ahead", {{{"token", token}}, {}});
+      if (extra.value.contains("worker"))
+        in_flight.push_back(Launch(pool, extra.value["worker"], std::move(extra.blobs), remaining(), share_min_bytes));
+    }
+    CallOutcome outcome = in_flight.front()->outcome.get();
+    in_flight.pop_front();
+    python::Packed judged = python::CallPacked(
+        kTrusted, "finish", {{{"token", token}, {"outcome", OutcomeJson(outcome)}}, std::move(outcome.blobs)});
+    if (judged.value.value("next_pass", false)) {
+      in_flight.push_back(Launch(pool, judged.value["worker"], std::move(judged.blobs), remaining(), share_min_bytes));
+    } else if (judged.value.value("pending", false)) {
+      if (in_flight.empty()) throw StageError("worker_error", "the trusted harness waits for a pass never sent");
+    } else {
+      for (auto& pass : in_flight) pass->outcome.wait();  // a call answered early (a wrong seed) lets them end
+      return judged.value;
+    }
+  }
+  for (auto& pass : in_flight) pass->outcome.wait();
+  throw StageError("worker_error", "the trusted harness kept asking for more worker rounds");
 }
 
 }  // namespace
@@ -114,6 +194,15 @@ nlohmann::json IsolatedCall(const PoolForBackend& pools, const std::string& modu
   }
   nlohmann::json job = prepared["worker"];
   std::vector<std::string> job_blobs = std::move(prepared_call.blobs);
+  const bool parallel = backend != "neuron" && limits.is_object() && limits.value("parallel_passes", false);
+  if (parallel && pools(backend).size() > 1) {
+    try {
+      return ParallelPasses(pools(backend), token, std::move(job), std::move(job_blobs), call_limits, share_min_bytes);
+    } catch (...) {
+      python::CallJson(kTrusted, "discard", {{"token", token}});
+      throw;
+    }
+  }
   python::Packed judged;
   auto judging = std::chrono::steady_clock::now();
   CallOutcome outcome;

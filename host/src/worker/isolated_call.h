@@ -37,7 +37,11 @@ void LimitHostBlas();
 /// its `error`, never thrown. Other functions run as they are in a worker
 /// and a failure throws StageError with the kind (timeout, out_of_memory,
 /// crash, sandbox_violation, python_error, worker_error).
-/// `limits`: {"timeout_s"?: s, "memory_bytes"?: bytes, "static_checks"?: bool}.
+/// `limits`: {"timeout_s"?: s, "memory_bytes"?: bytes, "static_checks"?: bool,
+/// "parallel_passes"?: bool}. With parallel_passes (an ad hoc profile, whose
+/// pool would otherwise idle all but one worker) a call of several passes keeps
+/// two of them with workers at once (accelopt.sandbox.trusted.ahead); they are
+/// still judged one by one, in order, and share the call's time limit.
 ///
 /// On the neuron backend the candidate leaves one NEFF/NTFF pair per timed
 /// run in its worker's scratch; while the worker is still held, the host

@@ -295,6 +295,39 @@ TEST_CASE("profile --isolation worker enforces --timeout and checks --memory-lim
   CHECK(bad.exit_code == 2);
 }
 
+TEST_CASE("profile runs a call's passes two at a time on two workers and judges them alike", "[worker]") {
+  // ACCELOPT_PASS_BYTES=1: one input set per pass (5 seeds + the hidden set: 6 passes); the
+  // threshold 0 sends every pass's inputs and outputs as sealed memfds. Each kernel is judged
+  // as in one pass of all six sets.
+  auto profile = [](const std::string& kernel, bool one_per_pass) {
+    std::vector<std::string> env = {"ACCELOPT_SHARE_MIN_BYTES=0"};
+    if (one_per_pass) env.push_back("ACCELOPT_PASS_BYTES=1");
+    auto out = accelopt::testing::RunHostWithEnv(
+        env, {"profile", kFixtures + "/" + kernel, "--reference", kFixtures + "/ref_tiny.py", "--backend", "emulator",
+              "--json"});
+    INFO(out.output);
+    auto brace = out.output.find('{');
+    REQUIRE(brace != std::string::npos);
+    return json::parse(out.output.substr(brace));
+  };
+  json one = profile("kernel_good.py", false), good = profile("kernel_good.py", true);
+  INFO(good.dump());
+  CHECK(one["timings"]["passes"].size() == 1);
+  CHECK(good["timings"]["passes"].size() == 6);
+  CHECK(good["correct"] == true);
+  CHECK(good["error"].is_null());
+  CHECK(good["timings"]["reply_shared"] == true);
+  CHECK(good["latency_ms"].get<double>() == one["latency_ms"].get<double>());
+  CHECK(good["rel_errors"].size() == 5);
+  for (const char* kernel : {"adv_return_input.py", "adv_cache.py", "adv_half_store.py"}) {
+    json whole = profile(kernel, false), split = profile(kernel, true);
+    INFO(kernel << ": " << whole["error"].dump() << " / " << split["error"].dump());
+    CHECK(split["correct"] == false);
+    CHECK(split["correct"] == whole["correct"]);
+    CHECK(split["error"]["kind"] == whole["error"]["kind"]);
+  }
+}
+
 TEST_CASE("run --workers: the profile stage isolates a for_each batch of candidates", "[worker]") {
   accelopt::testing::TempDir dir;
   std::string pipeline = R"(version: 1

@@ -198,3 +198,52 @@ def test_a_hidden_set_wrong_in_an_early_pass_is_reported_after_the_seeds():
             break
     assert seen_early
     assert trusted.pending() == 0
+
+
+def _ahead_harness(request, wrong_slot=None):
+    """prepare -> (ahead) -> run_kernel -> finish with up to two passes in flight, as the host does for
+    an ad hoc profile with two workers; doubles the outputs of the run whose slot is ``wrong_slot``.
+    Returns (result, the answers finish gave on the way)."""
+    import json
+
+    from accelopt.sandbox import untrusted
+    prepared, blobs = trusted.prepare({"module": "accelopt.profile", "function": "profile_kernel", "arg": request,
+                                       "options": {"pass_bytes": 1}})
+    token = prepared["token"]
+    state = trusted._states[token]
+    order, plan = list(state["order"]), [list(p) for p in state["passes"]]
+    in_flight, answers = [(0, prepared["worker"], blobs)], []
+    while True:
+        extra, extra_blobs = trusted.ahead({"token": token})
+        if "worker" in extra:
+            in_flight.append((extra["pass"], extra["worker"], extra_blobs))
+        index, job, job_blobs = in_flight.pop(0)
+        value, out_blobs = untrusted.run_kernel(json.loads(json.dumps(job["arg"])), [bytes(b) for b in job_blobs])
+        out_blobs = [bytes(b) for b in out_blobs]
+        for local, record in enumerate(value["runs"]):
+            if order[plan[index][local]] == wrong_slot:
+                for encoded in record["outputs"]:
+                    array = np.frombuffer(out_blobs[encoded["blob"]], dtype=encoded["dtype"]) * 2
+                    out_blobs[encoded["blob"]] = array.tobytes()
+        outcome = {"ok": True, "result": json.loads(json.dumps(value)), "integrity": [], "wall_ms": 1.0}
+        answer, more = trusted.finish({"token": token, "outcome": outcome}, out_blobs)
+        answers.append(answer)
+        if answer.get("next_pass"):
+            in_flight.append((state["sent"], answer["worker"], more))
+        elif not answer.get("pending"):
+            return answer, answers
+
+
+def test_passes_sent_ahead_are_judged_in_order_like_one_by_one():
+    request = _request("kernel_good.py", seeds=[5, 6, 7])
+    one_by_one, _ = _isolated(request, pass_bytes=1)
+    result, answers = _ahead_harness(request)
+    assert result["correct"] and result["error"] is None, result["error"]
+    assert any(a.get("pending") for a in answers)  # a pass was with a worker before the previous one was judged
+    assert result["latency_ms"] == one_by_one["latency_ms"]
+    assert len(result["rel_errors"]) == len(one_by_one["rel_errors"]) == 3
+    assert trusted.pending() == 0 and trusted.ahead({"token": "gone"}) == ({"none": True}, [])
+    # a wrong seed is still reported, and the call's state goes with the answer
+    wrong, _ = _ahead_harness(request, wrong_slot=1)
+    assert wrong["error"]["kind"] == "wrong_result" and not wrong["correct"], wrong["error"]
+    assert trusted.pending() == 0

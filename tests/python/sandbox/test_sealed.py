@@ -179,16 +179,19 @@ def test_a_hidden_sets_memfd_is_made_once_for_concurrent_screens():
     assert _is_open(drawn.sealed_inputs.fd)
 
 
-def test_a_pass_holds_its_memfd_until_the_next_pass_or_the_end():
-    state = {"shared_inputs": 0, "order": {0: 0}, "passes": [[0]], "pass": 0, "timings": {}}
+def test_a_pass_holds_its_memfd_until_it_is_judged_or_the_end():
+    state = {"shared_inputs": 0, "order": {0: 0, 1: 1}, "passes": [[0], [1]], "pass": 0, "timings": {}}
     job, blobs = trusted._shared_job(state, {"module": "m"}, [b"y" * 1024])
-    assert blobs == [] and job["shared"]["memfds"] == [state["sealed"][0].fd]
-    fd = job["shared"]["memfds"][0]
+    ahead, _ = trusted._shared_job(state, {"module": "m"}, [b"z" * 1024], pass_index=1)
+    assert blobs == [] and job["shared"]["memfds"] == [state["sealed"][0][0].fd]
+    fd, fd_ahead = job["shared"]["memfds"][0], ahead["shared"]["memfds"][0]
     import gc
     gc.collect()
-    assert _is_open(fd)  # only the number travels on: the state keeps the buffers alive
+    assert _is_open(fd) and _is_open(fd_ahead)  # only numbers travel on: the state keeps the buffers
+    trusted._close_shared(state, before=1)  # pass 0 judged: its memfd goes, the one sent ahead stays
+    assert not _is_open(fd) and _is_open(fd_ahead)
     trusted._close_shared(state)
-    assert not _is_open(fd)
+    assert not _is_open(fd_ahead)
 
 
 def test_small_inputs_go_by_pipe_unless_asked_otherwise():

@@ -321,11 +321,39 @@ def prepare(call, _blobs=()):
     state["shared_inputs"] = sealed.enabled(call.get("options") or {})
     token = secrets.token_hex(12)
     job, blobs = _shared_job(state, {"module": "accelopt.sandbox.untrusted", "function": "run_kernel",
-                                     "arg": worker_arg}, blobs, a_pass=True)
-    state["sent_at"] = time.perf_counter()
+                                     "arg": worker_arg}, blobs, a_pass=True, pass_index=0)
+    state["sent"], state["sent_at"] = 0, {0: time.perf_counter()}
     with _states_lock:
         _states[token] = state
     return {"token": token, "backend": state["backend"], "worker": job}, blobs
+
+
+@codec.packed
+def ahead(call, _blobs=()):
+    """Sends the next pass early, so two passes of one call run on two workers at once (an
+    ad hoc profile with an idle second worker; issue 14): ``{"token"}``. Returns
+    ``({"worker": job, "pass": k}, job blobs)`` for the first pass not sent yet, or
+    ``({"none": True}, [])`` when there is none, the call runs on hardware, or preparing
+    it fails (``finish`` then reports the failure when the pass is due). The host still
+    calls ``finish`` once per pass, in pass order; ``finish`` answers ``{"pending": True}``
+    when the following pass was sent ahead. Never raises."""
+    with _states_lock:
+        state = _states.get(call.get("token"))
+    if state is None or state["backend"] == "neuron" or state["device_rounds"] \
+            or state["sent"] + 1 >= len(state["passes"]):
+        return {"none": True}, []
+    index = state["sent"] + 1
+    blobs = []
+    try:
+        _start_references(state, state["passes"][index])
+        arg = _worker_job(state, index, blobs)
+    except Exception:  # noqa: BLE001 - reported by finish when this pass is due
+        return {"none": True}, []
+    state["sent"] = index
+    job, blobs = _shared_job(state, {"module": "accelopt.sandbox.untrusted", "function": "run_kernel", "arg": arg},
+                             blobs, a_pass=True, pass_index=index)
+    state["sent_at"][index] = time.perf_counter()
+    return {"worker": job, "pass": index}, blobs
 
 
 def discard(call):
@@ -340,36 +368,44 @@ def discard(call):
     return state is not None
 
 
-def _shared_job(state, job, blobs, a_pass=False):
+def _shared_job(state, job, blobs, a_pass=False, pass_index=None):
     """``(job, blobs)`` with the attachments moved into one sealed memfd when the call shares
     its inputs (accelopt.sandbox.sealed; ``job["shared"]`` names the memfd and the ranges,
-    the state keeps it open until the next pass or the end of the call). A pass
+    the state keeps it open until its pass (``pass_index``, default the pass being judged)
+    is judged or the call ends). A pass
     (``a_pass``) that runs only a hidden set serving several calls (``hidden_reuse``) uses
     that set's own memfd, made once and kept with it (sealed: no candidate can change it).
     A memfd the system refuses leaves the attachments as they are."""
-    _close_shared(state)
+    pass_index = state["pass"] if pass_index is None else pass_index
     least = state.get("shared_inputs")
     if least is None or not blobs or sum(memoryview(b).nbytes for b in blobs) < least:
         return job, blobs
     start = time.perf_counter()
-    slots = [state["order"][p] for p in state["passes"][state["pass"]]]
+    slots = [state["order"][p] for p in state["passes"][pass_index]]
     hidden = state.get("hidden") if a_pass and state.get("hidden_shared") and slots == [-1] else None
     try:
         shared = hidden.sealed(blobs) if hidden is not None else sealed.SealedBuffers(blobs)
     except OSError:
         return job, blobs
-    # Held until the next pass or the end of the call: the job names the memfd only by its
+    # Held until the pass is judged or the call ends: the job names the memfd only by its
     # number, so the buffers must outlive the worker call that sends it (a collected
     # SealedBuffers closes its descriptor, and the number may then name another file).
-    state["sealed"] = (shared, hidden is None)
+    state.setdefault("sealed", []).append((shared, hidden is None, pass_index))
     _add(state["timings"], "share_ms", _ms(start))
     return dict(job, shared={"memfds": [shared.fd], "blobs": shared.ranges}), []
 
 
-def _close_shared(state):
-    shared, owned = state.pop("sealed", (None, False))
-    if owned:
-        shared.close()  # a hidden set's memfd stays with its Draw for the calls it still serves
+def _close_shared(state, before=None):
+    """Closes the memfds of the passes before ``before`` (all when None); a hidden set's
+    memfd stays with its Draw for the calls it still serves."""
+    kept = []
+    for shared, owned, index in state.get("sealed", []):
+        if before is None or index < before:
+            if owned:
+                shared.close()
+        else:
+            kept.append((shared, owned, index))
+    state["sealed"] = kept
 
 
 def _reply_blobs(outcome, blobs):
@@ -472,7 +508,9 @@ def _worker_timings(state, worker, positions):
     several passes (``positions``: this pass's runs) sums them."""
     timings = state["timings"]
     theirs = worker.get("timings") if isinstance(worker.get("timings"), dict) else {}
-    round_trip = (state["returned_at"] - state["sent_at"]) * 1e3
+    round_trip = state.get("round_trip_ms")
+    if round_trip is None:
+        round_trip = (state["returned_at"] - state["sent_at"].get(state["pass"], state["returned_at"])) * 1e3
     own = 0.0
     for key in ("load_ms", "decode_ms", "run_ms", "trace_replay_ms", "encode_ms"):
         value = theirs.get(key)
@@ -498,6 +536,10 @@ def _worker_timings(state, worker, positions):
             timings.setdefault("passes", []).append(dict(entry, runs=runs))
     if isinstance(theirs.get("peak_rss_bytes"), int):
         timings["worker_peak_rss_mb"] = max(timings.get("worker_peak_rss_mb", 0.0), theirs["peak_rss_bytes"] / 2**20)
+
+
+class _Pending(Exception):
+    """The pass was judged and the next one is with a worker already (sent ahead)."""
 
 
 class _NextPass(Exception):
@@ -531,6 +573,9 @@ def _finish_profile(state, outcome, blobs, result):
     if state["pass"] + 1 < len(state["passes"]):
         _release(state, positions)
         state["pass"] += 1
+        if state["pass"] <= state["sent"]:
+            raise _Pending()  # sent ahead (:func:`ahead`): its outcome comes next
+        state["sent"] = state["pass"]
         job_blobs = []
         _start_references(state, state["passes"][state["pass"]])
         arg = _worker_job(state, state["pass"], job_blobs)
@@ -738,6 +783,8 @@ def finish(call, blobs=()):
     result = state["result"]
     state["returned_at"] = time.perf_counter()
     outcome = call.get("outcome")
+    wall = outcome.get("wall_ms") if isinstance(outcome, dict) else None
+    state["round_trip_ms"] = float(wall) if isinstance(wall, (int, float)) and not isinstance(wall, bool) else None
     if isinstance(outcome, dict) and outcome.get("ok"):
         # Whether the outputs came in the candidate's sealed reply memfd (else by pipe: docs/isolation.md)
         state["timings"]["reply_shared"] = bool(outcome.get("reply_memfd"))
@@ -748,11 +795,17 @@ def finish(call, blobs=()):
             _finish_profile(state, call.get("outcome") or {}, blobs, result)
     except _Remeasure as again:
         state["remeasuring"] = True
+        _close_shared(state)
         job, job_blobs = _shared_job(state, again.job, again.blobs)
+        state["sent_at"][state["pass"]] = time.perf_counter()
         return {"remeasure": True, "token": token, "backend": state["backend"], "worker": job}, job_blobs
+    except _Pending:
+        _close_shared(state, before=state["pass"])
+        return {"pending": True, "token": token, "backend": state["backend"]}, []
     except _NextPass as following:
+        _close_shared(state, before=state["pass"])
         job, job_blobs = _shared_job(state, following.job, following.blobs, a_pass=True)
-        state["sent_at"] = time.perf_counter()
+        state["sent_at"][state["pass"]] = time.perf_counter()
         return {"next_pass": True, "token": token, "backend": state["backend"], "worker": job}, job_blobs
     except (R.HarnessError, _Early) as exc:
         R.set_error(result, exc.kind, exc.message, exc.tb)
