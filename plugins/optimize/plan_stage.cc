@@ -32,6 +32,7 @@ json BaselineCandidate(const json& result) {
                     {"speedup_vs_baseline", 1.0},
                     {"metrics", result.value("metrics", json::object())}};
   if (result.contains("peak")) candidate["peak"] = result["peak"];
+  if (result.contains("input_shapes")) candidate["input_shapes"] = result["input_shapes"];
   candidate["estimated"] = result.value("estimated", false);
   return candidate;
 }
@@ -171,6 +172,7 @@ json RunPlan(StageContext& ctx) {
       if (vocabulary) {
         json request = {{"source", data[m]["kernel_code"]},
                         {"metrics", member.value("metrics", json::object())},
+                        {"input_shapes", member.value("input_shapes", json::array())},
                         {"peak", member.value("peak", json())},
                         {"max_plans", with.value("vocabulary_moves", 12)},
                         {"seed", seed * 1000003 + iteration * 10007 + static_cast<int64_t>(m)},
@@ -217,6 +219,7 @@ json RunPlan(StageContext& ctx) {
       } else {
         json request = {{"source", data[job.member]["kernel_code"]},
                         {"metrics", member.value("metrics", json::object())},
+                        {"input_shapes", member.value("input_shapes", json::array())},
                         {"max_plans", n},
                         {"seed", seed * 1000003 + iteration * 10007 + static_cast<int64_t>(job.member)},
                         {"history", RuleHistory(member)}};

@@ -18,6 +18,8 @@ void ApplyProfile(json& record, const json& result) {
   record["estimated"] = result.value("estimated", false);
   if (result.contains("peak")) record["peak"] = result["peak"];
   else record.erase("peak");
+  // The kernel's argument shapes: the rule-based moves read them (accelopt.rules.propose).
+  if (result.contains("input_shapes")) record["input_shapes"] = result["input_shapes"];
   // How the kernel was checked (native:profile's screen-then-confirm; none = every seed).
   record["validation"] = result.value("validation", "full");
   record["validated_seeds"] = result.value("validated_seeds", json());

@@ -79,6 +79,7 @@ def _run_seed(backend, kernel, kernel_path, reference, seed, rel_tol, result, pr
     np.random.seed(seed)
     inputs = _reference_call("get_inputs()", reference.get_inputs)
     nki_inputs = _reference_call("transform_to_nki_inputs()", reference.transform_to_nki_inputs, inputs)
+    result["input_shapes"] = result["input_shapes"] or R.input_shapes(nki_inputs)
     start = _add_ms(timings, "draw_ms", start)
     expected = _reference_call("forward()", reference.forward, *inputs)
     refs = compare.as_tuple(expected)

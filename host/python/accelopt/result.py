@@ -82,6 +82,12 @@ def format_exception(exc):
     return "".join(parts)
 
 
+def input_shapes(nki_inputs):
+    """The shape of each kernel argument (list of lists of int; [] for a scalar argument), as
+    the result's ``input_shapes`` reports it."""
+    return [[int(n) for n in getattr(value, "shape", ())] for value in nki_inputs]
+
+
 def new_result(backend, target):
     """Returns an empty result dict: nothing compiled, nothing measured yet."""
     return {
@@ -95,6 +101,7 @@ def new_result(backend, target):
         "target": target,
         "metrics": {},
         "rel_errors": [],
+        "input_shapes": [],
         "error": None,
         "timings": {},
     }

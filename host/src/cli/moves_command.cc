@@ -95,7 +95,12 @@ int MovesCommand(const MovesOptions& options) {
   nlohmann::json reply;
   try {
     reply = python::CallJson("accelopt.rules", "propose",
-                             {{"source", source}, {"metrics", metrics}, {"max_plans", options.max_moves}, {"seed", 0}});
+                             {{"source", source},
+                              {"metrics", metrics},
+                              {"input_shapes", profile.is_object() ? profile.value("input_shapes", nlohmann::json::array())
+                                                      : nlohmann::json::array()},
+                              {"max_plans", options.max_moves},
+                              {"seed", 0}});
   } catch (const python::PythonError& error) {
     std::cerr << "error: accelopt.rules.propose: " << error.what() << "\n";
     return kExitUsage;

@@ -220,6 +220,15 @@ TEST_CASE("without an LLM the same pipeline runs rule-based and improves a kerne
   // Screen-then-confirm (vars.screen_seeds: 1): the best was confirmed on every seed.
   CHECK(row["winner"]["validation"] == "confirmed");
   CHECK(row["winner"]["validated_seeds"] == json::array({0, 21, 42, 63, 84}));
+  // The profile's argument shapes travel with every record (accelopt.rules.propose reads them).
+  std::ifstream records(run_dir / "optimize" / "records.jsonl");
+  std::string line;
+  int with_shapes = 0;
+  while (std::getline(records, line)) {
+    json record = json::parse(line);
+    if (record.value("status", "") == "ok") with_shapes += record["input_shapes"].is_array() && !record["input_shapes"].empty();
+  }
+  CHECK(with_shapes > 0);
   json memory = ReadJson(run_dir / "memory.json");
   CHECK_FALSE(memory["items"].empty());
   CHECK(memory["items"][0]["source"] == "rules");

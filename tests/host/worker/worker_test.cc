@@ -319,6 +319,8 @@ TEST_CASE("profile runs a call's passes two at a time on two workers and judges 
   CHECK(good["timings"]["reply_shared"] == true);
   CHECK(good["latency_ms"].get<double>() == one["latency_ms"].get<double>());
   CHECK(good["rel_errors"].size() == 5);
+  CHECK(good["input_shapes"] == one["input_shapes"]);
+  CHECK_FALSE(good["input_shapes"].empty());
   for (const char* kernel : {"adv_return_input.py", "adv_cache.py", "adv_half_store.py"}) {
     json whole = profile(kernel, false), split = profile(kernel, true);
     INFO(kernel << ": " << whole["error"].dump() << " / " << split["error"].dump());

@@ -64,3 +64,34 @@ def test_tile_free_refusals():
     H.not_applicable(H.edit(KERNEL, "initial=0", "initial=a_s"), "tile_free")
     H.not_applicable(H.edit(KERNEL, "    nl.store(out", "    nl.store(out[0:128, 0:1], h[0:128, 0:1])\n"
                             "    nl.store(out"), "tile_free")
+
+
+def test_tile_free_proposes_only_chunks_that_divide_a_known_extent():
+    from accelopt.rules import propose
+    # L = x.shape[1]: with the arguments' shapes, 1536 = 3 x 512 takes chunks of 512 only (1024 and
+    # 2048 do not divide it; a chunk as wide as L would split nothing)
+    def chunks(shapes):
+        plans = propose({"source": KERNEL, "max_plans": 100, "input_shapes": shapes})["plans"]
+        return sorted(p["params"]["chunk"] for p in plans if p["rule"] == "tile_free")
+
+    assert chunks([[128, 1536], [128, 2], [2, 1536]]) == [512]
+    assert chunks([[128, 2048], [128, 2], [2, 2048]]) == [512, 1024]
+    assert chunks([[128, 7168], [128, 16], [16, 7168]]) == [512, 1024]  # mamba's seq_len
+    assert chunks([]) == [512, 1024, 2048]  # shapes unknown: every size, the kernel's assert decides
+    bad = propose({"source": KERNEL, "input_shapes": [[128, "L"]]})
+    assert bad["plans"] == [] and bad["error"]["kind"] == "bad_request"
+
+
+def test_shape_value_reads_tuple_and_indexed_shape_bindings():
+    import ast
+
+    from accelopt.rules import analysis
+    from accelopt.rules.source import Source
+    src = Source(KERNEL)
+    src.input_shapes = [[128, 1536], [128, 2], [2, 1536]]
+    func = next(n for n in ast.walk(src.tree) if isinstance(n, ast.FunctionDef) and n.name == "kernel")
+    assert analysis.shape_value(src, func, "L") == 1536 and analysis.shape_value(src, func, "C") == 128
+    assert analysis.shape_value(src, func, "S") == 2  # S = b.shape[0]
+    assert analysis.shape_value(src, func, "out") is None  # not bound from a shape
+    src.input_shapes = [[128]]  # fewer dimensions than the binding names
+    assert analysis.shape_value(src, func, "L") is None

@@ -360,3 +360,40 @@ def const_value(src, expr):
         return {ast.Mult: a * b, ast.Add: a + b, ast.Sub: a - b}.get(type(expr.op), None) \
             if not isinstance(expr.op, ast.FloorDiv) else a // b
     return None
+
+
+def shape_value(src, func, name):
+    """The value of ``name`` when ``func`` binds it once from an argument's shape
+    (``rows, cols = x.shape`` or ``cols = x.shape[1]``) and the request gave the
+    arguments' shapes (``src.input_shapes``, in argument order), else None."""
+    params = [a.arg for a in func.args.args]
+    found = []
+    for node in walk(func):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(n.id == name for t in targets for n in name_stores(t)):
+                found.append(node)
+    if len(found) != 1 or not isinstance(found[0], ast.Assign) or len(found[0].targets) != 1:
+        return None
+    target, value = found[0].targets[0], found[0].value
+    dim = None
+    if isinstance(target, ast.Tuple) and _is_shape_of(value, params):
+        names = [e.id if isinstance(e, ast.Name) else None for e in target.elts]
+        if name not in names:
+            return None
+        dim, array = names.index(name), value.value.id
+    elif isinstance(target, ast.Name) and isinstance(value, ast.Subscript) and _is_shape_of(value.value, params) \
+            and isinstance(value.slice, ast.Constant) and isinstance(value.slice.value, int):
+        dim, array = value.slice.value, value.value.value.id
+    if dim is None:
+        return None
+    index = params.index(array)
+    shapes = getattr(src, "input_shapes", None) or []
+    if index >= len(shapes) or not -len(shapes[index]) <= dim < len(shapes[index]):
+        return None
+    return shapes[index][dim]
+
+
+def _is_shape_of(expr, params):
+    return isinstance(expr, ast.Attribute) and expr.attr == "shape" and isinstance(expr.value, ast.Name) \
+        and expr.value.id in params

@@ -74,7 +74,10 @@ def propose(request):
     """Applicable rewrite plans for a kernel, best first.
 
     ``request``: {"source": str, "metrics": dict (profile metrics, may be
-    empty), "max_plans": int (default 8), "seed": int (default 0),
+    empty), "input_shapes": optional [[int, ...] per kernel argument] (the
+    profile result's; rules then skip what those shapes rule out, e.g.
+    tile_free's chunks that do not divide the extent), "max_plans": int
+    (default 8), "seed": int (default 0),
     "history": [plan ids or rule names already tried], optional "rules":
     [rule names to consider]}. Plans whose id is in history are dropped;
     plans of a rule named in history rank lower. Ties are broken by a
@@ -98,10 +101,16 @@ def propose(request):
         return dict(plans=[], **_error("bad_request", "metrics must be an object"))
     if only is not None and (not isinstance(only, list) or not all(isinstance(r, str) for r in only)):
         return dict(plans=[], **_error("bad_request", "rules must be a list of rule names"))
+    shapes = request.get("input_shapes") or []
+    if not isinstance(shapes, list) or not all(
+            isinstance(s, list) and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in s)
+            for s in shapes):
+        return dict(plans=[], **_error("bad_request", "input_shapes must be a list of shapes (lists of integers)"))
     try:
         src = Source(request.get("source"))
     except NotApplicable as exc:
         return dict(plans=[], **_error("bad_source", exc))
+    src.input_shapes = shapes
     tried = set(history)
     busy = _busy(metrics)
     scored = []

@@ -50,6 +50,9 @@ class Source:
             pos += len(line)
         self._line_start.append(pos)
         self.aliases = _module_aliases(self.tree)
+        # The kernel arguments' shapes when the caller knows them (propose's input_shapes):
+        # rules may read extents from them (analysis.shape_value).
+        self.input_shapes = []
         self.parents = {}
         freeze(self.tree)
         for node in ast.walk(self.tree):

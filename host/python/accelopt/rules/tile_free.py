@@ -40,7 +40,9 @@ statement list; at most one scan. With a scan the chunk loop is a
 ``affine_range``. Cost: each tile shrinks from E to T elements per
 partition, so the working set fits SBUF (no spill stores and reloads,
 nki-facts §3.4 and the residency model of §5.2); T is a searched parameter
-(512, 1024, 2048; the kernel's own assert rejects one that does not divide E).
+(512, 1024, 2048; with the arguments' shapes known, propose's input_shapes,
+only chunks that divide E and are smaller than it, else the kernel's own
+assert rejects one that does not divide E at run time).
 """
 import ast
 
@@ -111,8 +113,10 @@ def candidates(src):
             plan = _analyse(src, func, loop)
             if plan is None:
                 continue
+            extent = A.shape_value(src, func, plan.extent)  # known from the arguments' shapes, or None
             for t in CHUNKS:
-                out.append(_cand(src, loop, plan, t))
+                if extent is None or (t < extent and extent % t == 0):
+                    out.append(_cand(src, loop, plan, t))
     return out
 
 

@@ -318,6 +318,10 @@ def prepare(call, _blobs=()):
         return {"result": R.set_error(result, R.RUNTIME_ERROR, f"{type(exc).__name__}: {exc}",
                                       R.format_exception(exc))}, []
     state["result"] = result
+    # The arguments' shapes (the rule-based moves read them): every set has the same ones.
+    drawn = state["draws"][0] if state["draws"] and not isinstance(state["draws"][0], concurrent.futures.Future) \
+        else state["hidden"]
+    result["input_shapes"] = R.input_shapes(drawn.nki_inputs)
     state["shared_inputs"] = sealed.enabled(call.get("options") or {})
     token = secrets.token_hex(12)
     job, blobs = _shared_job(state, {"module": "accelopt.sandbox.untrusted", "function": "run_kernel",

@@ -75,7 +75,8 @@ def relieves_of(kind, applicable):
 def describe(request):
     """The vocabulary for one kernel, as the planner prompt shows it.
 
-    ``request``: {"source": kernel source, "metrics": profile fields, "peak":
+    ``request``: {"source": kernel source, "metrics": profile fields, "input_shapes":
+    the profile's (optional), "peak":
     accelopt.peak's object or null, "max_plans": applicable moves to list (default
     12), "seed", "history": as accelopt.rules.propose}. Returns {"kinds": [{"name",
     "effect", "relieves", "applicable": count}], "applicable": propose's plans (id,
@@ -87,6 +88,7 @@ def describe(request):
         return {"kinds": [], "applicable": [], "bottleneck": None,
                 "error": {"kind": "bad_request", "message": "request must be an object"}}
     proposal = rules_api.propose({"source": request.get("source"), "metrics": request.get("metrics") or {},
+                                  "input_shapes": request.get("input_shapes") or [],
                                   "max_plans": request.get("max_plans", 12), "seed": request.get("seed", 0),
                                   "history": request.get("history") or []})
     applicable = proposal.get("plans", [])
