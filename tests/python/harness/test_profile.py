@@ -9,7 +9,7 @@ from accelopt.backends import emulator
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
 RESULT_KEYS = {"compiled", "correct", "latency_ms", "estimated", "backend", "backend_reason", "sdk_version", "target", "metrics",
-               "rel_errors", "error", "timings"}
+               "rel_errors", "input_shapes", "error", "timings"}
 
 
 def _profile(kernel, reference="ref_double.py", **extra):
@@ -36,6 +36,7 @@ def test_correct_kernel_is_timed():
     assert len(result["rel_errors"]) == 5 and max(result["rel_errors"]) < 1e-6
     assert result["estimated"] is True and result["backend"] == "emulator"
     assert result["latency_ms"] > 0
+    assert len(result["input_shapes"]) == 1 and len(result["input_shapes"][0]) == 2  # ref_double's one (M, N) input
     metrics = result["metrics"]
     assert metrics.get("hbm_read_bytes", 0) >= 256 * 512 * 4, metrics
     assert sum(f in metrics for f in PROFILE_FIELDS) >= 8, sorted(metrics)
