@@ -43,11 +43,12 @@ fi
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DACCEL_PYTHON=/usr/bin/python3.11 >/dev/null
 cmake --build "$BUILD_DIR" -j"$(nproc)"
 
+build_path=$(cd "$BUILD_DIR" && pwd)  # BUILD_DIR may be relative or absolute
 if [[ -w /usr/local/bin ]]; then
-  ln -sf "$PWD/$BUILD_DIR/accelopt-host" /usr/local/bin/accelopt-host
-  echo "setup: accelopt-host -> $PWD/$BUILD_DIR/accelopt-host"
+  ln -sf "$build_path/accelopt-host" /usr/local/bin/accelopt-host
+  echo "setup: accelopt-host -> $build_path/accelopt-host"
 else
-  echo "setup: add $PWD/$BUILD_DIR to PATH to call accelopt-host"
+  echo "setup: add $build_path to PATH to call accelopt-host"
 fi
 
 # The emulator's neuron-profile stand-in (docs/nki-emulator.md, "Running the peers' harnesses
@@ -59,5 +60,5 @@ if ! command -v neuron-profile >/dev/null 2>&1 && [[ ! -x /opt/aws/neuron/bin/ne
   ln -sf "$PWD/scripts/neuron-profile" /usr/local/bin/neuron-profile
   echo "setup: neuron-profile (emulator stand-in) -> $PWD/scripts/neuron-profile"
 else
-  echo "setup: emulator neuron-profile stand-in in $PWD/$BUILD_DIR/emu-bin (prepend it to PATH for AccelOpt's harness)"
+  echo "setup: emulator neuron-profile stand-in in $build_path/emu-bin (prepend it to PATH for AccelOpt's harness)"
 fi
