@@ -64,6 +64,19 @@ def test_the_store_can_be_turned_off_and_keeps_to_its_budget():
         draw_store._trim(folder, budget=2 * 8400)  # two entries of ~8.3 kB fit
         left = sorted(seed for seed in range(4) if draw_store.load("k", seed) is not None)
         assert left == [2, 3], left
+    with _Store() as folder:
+        # the time an entry saves per byte decides first: a costly small draw outlives a cheap
+        # large one used more recently (rope's inputs against bmm's outputs)
+        big = np.zeros(4096, np.float64)
+        assert draw_store.save("rope", 0, [a], a, cost_ms=2000.0)
+        assert draw_store.save("bmm", 0, [big], big, cost_ms=500.0)
+        assert draw_store.save("old", 0, [a], a)  # no recorded cost: saves nothing
+        os.utime(draw_store._entry("rope", 0), (1, 1))
+        draw_store._trim(folder, budget=2 * 8400 + 4096 * 8 * 2 - 1)  # not all three fit
+        assert draw_store.load("old", 0) is None
+        assert draw_store.load("rope", 0) is not None
+        draw_store._trim(folder, budget=2 * 8400)
+        assert draw_store.load("rope", 0) is not None and draw_store.load("bmm", 0) is None
 
 
 def test_published_draws_come_from_the_store_the_second_time():

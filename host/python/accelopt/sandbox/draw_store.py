@@ -13,9 +13,13 @@ Layout: ``<root>/<source key[:40]>-np<NumPy version>/<seed>/{meta.json,
 in<i>.npy, out<i>.npy}``, written into a temporary folder and renamed, so a
 reader sees a whole entry or none. ``root``: ``$ACCELOPT_DRAW_STORE`` ("0" or
 "" turns the store off), else ``$XDG_CACHE_HOME/accelopt/draws``, else
-``~/.cache/accelopt/draws``. Entries beyond ``BUDGET_BYTES`` are removed, the
-least recently used first. Only draws that took at least ``MIN_DRAW_MS`` to
-draw are stored (smaller ones are faster drawn than read).
+``~/.cache/accelopt/draws``. Entries beyond ``BUDGET_BYTES`` are removed, those
+that save the least time per byte first (``cost_ms``: drawing plus the reference
+forward, recorded in meta.json), the least recently used among equals: a run of
+all fourteen problems once kept bmm's five 1 GiB outputs (0.5 s of forward each)
+and dropped the inputs of rope, whose legacy ``np.random`` draw takes 2 s a seed
+(docs/benchmarks/candidate-cost.txt). Only draws that took at least
+``MIN_DRAW_MS`` are stored (smaller ones are faster drawn than read).
 """
 import json
 import os
@@ -74,9 +78,10 @@ def load(source_key, seed):
     return inputs, expected
 
 
-def save(source_key, seed, nki_inputs, expected):
-    """Stores a draw (arrays only; anything else is skipped). Returns True when written.
-    Never raises for an unwritable store (returns False)."""
+def save(source_key, seed, nki_inputs, expected, cost_ms=0.0):
+    """Stores a draw (arrays only; anything else is skipped). ``cost_ms``: what drawing it
+    and its reference forward took (the time a later load saves; eviction order). Returns
+    True when written. Never raises for an unwritable store (returns False)."""
     entry = _entry(source_key, seed)
     returned = "tuple" if isinstance(expected, tuple) else "list" if isinstance(expected, list) else "array"
     outputs = list(expected) if returned != "array" else [expected]
@@ -93,7 +98,8 @@ def save(source_key, seed, nki_inputs, expected):
                 for i, value in enumerate(values):
                     np.save(os.path.join(scratch, f"{prefix}{i}.npy"), np.ascontiguousarray(value), allow_pickle=False)
             with open(os.path.join(scratch, "meta.json"), "w", encoding="utf-8") as handle:
-                json.dump({"inputs": len(nki_inputs), "outputs": len(outputs), "returned": returned}, handle)
+                json.dump({"inputs": len(nki_inputs), "outputs": len(outputs), "returned": returned,
+                           "cost_ms": float(cost_ms)}, handle)
             os.rename(scratch, entry)
         except OSError:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -115,8 +121,19 @@ def _size(folder):
     return total
 
 
+def _cost_ms(entry):
+    try:
+        with open(os.path.join(entry, "meta.json"), encoding="utf-8") as handle:
+            value = json.load(handle).get("cost_ms", 0.0)
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+    except (OSError, ValueError, AttributeError):
+        return 0.0
+
+
 def _trim(folder, budget=None):
-    """Removes the least recently used entries until the store holds at most ``budget`` bytes."""
+    """Removes entries until the store holds at most ``budget`` bytes: the least time saved
+    per byte first (entries without a recorded cost count as saving nothing), then the least
+    recently used."""
     budget = BUDGET_BYTES if budget is None else budget
     with _LOCK:
         entries = []
@@ -126,11 +143,12 @@ def _trim(folder, budget=None):
                 for seed in os.listdir(path) if os.path.isdir(path) else []:
                     if not seed.startswith("."):
                         entry = os.path.join(path, seed)
-                        entries.append((os.path.getmtime(entry), entry, _size(entry)))
+                        size = _size(entry)
+                        entries.append((_cost_ms(entry) / max(size, 1), os.path.getmtime(entry), entry, size))
         except OSError:
             return
-        total = sum(size for _, _, size in entries)
-        for _, entry, size in sorted(entries):
+        total = sum(entry[3] for entry in entries)
+        for _, _, entry, size in sorted(entries):
             if total <= budget:
                 break
             shutil.rmtree(entry, ignore_errors=True)

@@ -129,7 +129,8 @@ class Draw:
 
     def _store(self):
         if self._future.exception() is None and self.kept_on_disk():
-            self.from_store = draw_store.save(*self.store_key, self.nki_inputs, self._future.result())
+            self.from_store = draw_store.save(*self.store_key, self.nki_inputs, self._future.result(),
+                                              cost_ms=self.draw_ms + (self.reference_ms or 0.0))
         self.store_key = None
 
     def _forward(self, reference):
