@@ -195,9 +195,11 @@ nlohmann::json IsolatedCall(const PoolForBackend& pools, const std::string& modu
   nlohmann::json job = prepared["worker"];
   std::vector<std::string> job_blobs = std::move(prepared_call.blobs);
   const bool parallel = backend != "neuron" && limits.is_object() && limits.value("parallel_passes", false);
-  if (parallel && pools(backend).size() > 1) {
+  if (parallel) {
     try {
-      return ParallelPasses(pools(backend), token, std::move(job), std::move(job_blobs), call_limits, share_min_bytes);
+      WorkerPool& pool = pools(backend);  // may throw (cannot start): the token is discarded below
+      if (pool.size() > 1)
+        return ParallelPasses(pool, token, std::move(job), std::move(job_blobs), call_limits, share_min_bytes);
     } catch (...) {
       python::CallJson(kTrusted, "discard", {{"token", token}});
       throw;
