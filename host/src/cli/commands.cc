@@ -333,6 +333,18 @@ nlohmann::json ProfileInWorker(const ProfileOptions& options, const nlohmann::js
   return result;
 }
 
+// Waits until the published draws this process computed are written to the disk draw store
+// (accelopt/sandbox/draw_store.py): they are written on a background thread, and the embedded
+// interpreter is never finalised, so a command that exits at once loses them and the next cold
+// `profile` draws again (rope: a partial folder and 2 s of np.random per seed). Best effort.
+void SettleDrawStore() {
+  try {
+    python::CallJson("accelopt.sandbox.draws", "settle_store", nullptr);
+  } catch (const std::exception& error) {
+    spdlog::debug("draw store not settled: {}", error.what());
+  }
+}
+
 int ProfileCommand(const ProfileOptions& options) {
   try {
     std::vector<std::string> python_paths;
@@ -391,6 +403,8 @@ int ProfileCommand(const ProfileOptions& options) {
       for (const auto& [key, value] : result["metrics"].items()) std::cout << "  " << key << ": " << value.dump() << "\n";
     }
   }
+  std::cout.flush();
+  SettleDrawStore();  // after the answer is out
   return result.value("correct", false) ? kExitOk : kExitFailed;
 }
 

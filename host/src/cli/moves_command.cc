@@ -14,6 +14,7 @@
 namespace accelopt::cli {
 
 nlohmann::json ProfileInWorker(const ProfileOptions& options, const nlohmann::json& request);  // commands.cc
+void SettleDrawStore();                                                                         // commands.cc
 
 namespace {
 
@@ -114,6 +115,10 @@ int MovesCommand(const MovesOptions& options) {
     std::cout << nlohmann::json{{"kernel", options.kernel}, {"profile", profile}, {"plans", plans}}.dump(2) << "\n";
   } else {
     PrintTable(options, profile, plans);
+  }
+  if (!options.reference.empty()) {
+    std::cout.flush();
+    SettleDrawStore();  // the profile's published draws reach the disk store (after the answer is out)
   }
   return profile_failed ? kExitFailed : kExitOk;
 }

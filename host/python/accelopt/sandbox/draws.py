@@ -216,9 +216,10 @@ def published(reference, seed, source_key):
     return drawn
 
 
-def settle_store():
+def settle_store(_call=None):
     """Waits until the draws whose outputs are computed are written to the disk store
-    (tests, benchmarks): they are written on the references' thread."""
+    (tests, benchmarks, and `accelopt-host profile` before it exits): they are written on
+    the references' thread. ``_call`` is ignored (the host's CallJson passes null)."""
     settle()
 
 
