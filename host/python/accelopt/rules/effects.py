@@ -65,6 +65,9 @@ EFFECTS = {
                    "twice (the next panel loads under this one's matmuls) (nki-facts §3.1, §3.4, §3.6, §5.2)",
     "reblock": "HBM bytes: the operand the inner loop loads for every outer block is read f times "
                "less often, the wider block still fitting SBUF beside its panel (nki-facts §3.1, §3.4, §5.2)",
+    "store_chunks": "overlap: each chunk of a staged block is stored as soon as it is written, so the stores run "
+                    "under the later chunks' compute and the tail after the last chunk is one chunk's store "
+                    "(nki-facts §3.2, §3.4)",
 }
 
 GAINS = {
@@ -73,6 +76,7 @@ GAINS = {
     "reciprocal_to_scalar": 0.25, "square_to_activation": 0.2, "merge_tensor_scalar": 0.15,
     "scale_to_activation": 0.15, "hoist_transpose": 0.3, "evict_engine": 0.2, "tile_free": 0.4, "defer_row_scale": 0.2, "reduce_to_activation": 0.2, "affine_loop": 0.3, "merge_chunks": 0.1, "copy_engine": 0.1,
     "merge_loads": 0.08, "merge_stores": 0.05, "hoist_nest": 0.2, "split_block": 0.3, "reblock": 0.3, "fuse_nests": 0.5, "narrow_load": 0.3, "block_dim": 0.2,
+    "store_chunks": 0.03,
 }
 
 
