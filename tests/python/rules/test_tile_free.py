@@ -95,3 +95,13 @@ def test_shape_value_reads_tuple_and_indexed_shape_bindings():
     assert analysis.shape_value(src, func, "out") is None  # not bound from a shape
     src.input_shapes = [[128]]  # fewer dimensions than the binding names
     assert analysis.shape_value(src, func, "L") is None
+
+
+def test_tile_free_slices_a_full_width_tile_from_outside_that_is_broadcast():
+    # b's row is loaded once, outside the state loop (the published mamba loads C_i like this): its
+    # broadcast must take the chunk's slice, not the whole row
+    outside = H.edit(H.edit(KERNEL, "        b_s = nl.load(b[s:s + 1, 0:L])\n", ""), "    x_t = nl.load(x[0:128, 0:L])\n",
+                     "    x_t = nl.load(x[0:128, 0:L])\n    b_s = nl.load(b[0:1, 0:L])\n")
+    ref = H.reference("x, a, b", CODE.replace("b[s, t]", "b[0, t]"), [(128, 1024), (128, 2), (2, 1024)])
+    new, _b, _a = H.check(outside, ref, "tile_free", faster=False, site="L/512@s")
+    assert "b_s[:, L_0:L_0 + 512].broadcast_to((128, 512))" in new, new

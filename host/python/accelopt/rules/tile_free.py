@@ -32,7 +32,7 @@ front) or is chunked: ``name = <elementwise NKI call>`` (load/store/copy, nl
 arithmetic and math, activation without reduction, tensor_scalar,
 tensor_tensor, tensor_tensor_scan with ``initial=0``, ``broadcast_to``),
 ``X[..., 0:E] += name`` or ``nl.store(X[..., 0:E], ...)``; tiles from outside
-the loop used as data operands are bound once to a load with a ``0:E`` last
+the loop used as data operands (or widened by ``broadcast_to``) are bound once to a load with a ``0:E`` last
 slice or elementwise compute of such tiles (they are sliced), other operands
 (scale, bias, operand0) are untouched; chunked names are not used after the
 statement list; at most one scan. With a scan the chunk loop is a
@@ -208,9 +208,13 @@ _DATA_KW = {"data", "data1", "data2", "x", "y", "value", "src"}
 
 
 def _data_operands(src, stmt):
-    """Tile operands that follow the free dimension: positional tile args and data-like keywords."""
+    """Tile operands that follow the free dimension: positional tile args, data-like keywords and the
+    tiles ``x.broadcast_to(...)`` widens (a full-width tile from outside is sliced there too)."""
     out = []
     for c in walk(stmt):
+        if _is_bcast(c) and not isinstance(c.func.value, ast.Constant):
+            out.append(c.func.value)
+            continue
         if not isinstance(c, ast.Call) or src.call_name(c) in (None, "nl.load", "nl.store"):
             continue
         q = src.call_name(c)
