@@ -60,3 +60,18 @@ def test_ordinary_kernels_pass():
 def test_unparsable_source_is_left_to_the_loader():
     assert S.scan("def broken(:\n") == []
     assert S.first_violation("import os\nx = open('f')\n").kind == S.FORBIDDEN_IMPORT
+
+
+def test_star_imports_outside_the_nki_api_are_refused():
+    # `from operator import *` brought attrgetter under its own name past the scan (issue 34)
+    found = _kinds("from operator import *\ng = attrgetter('f_back')\n")
+    assert (S.FORBIDDEN_ACCESS, 4) in found
+    assert _kinds("from neuronxcc.nki.language import *\n") == []
+
+
+def test_class_pattern_keywords_are_attribute_reads():
+    # `case object(__globals__=g)` reads __globals__ without an Attribute node (issue 34)
+    body = "def f(k):\n    match k:\n        case object(__globals__=g):\n            return g\n"
+    assert (S.FORBIDDEN_ACCESS, 6) in _kinds(body)
+    assert _kinds("def f(k):\n    match k:\n        case object(f_back=g):\n            return g\n")
+    assert _kinds("def f(k):\n    match k:\n        case object(shape=s):\n            return s\n") == []

@@ -136,6 +136,11 @@ class _Scanner(ast.NodeVisitor):
         elif self._check_module(node, node.module or ""):
             for alias in node.names:
                 if alias.name == "*":
+                    # a star import binds names the scan cannot see (`from operator import *`
+                    # brings attrgetter under its own name): allowed from the NKI API only
+                    if (node.module or "").split(".")[0] not in _NKI_ROOTS:
+                        self._add(FORBIDDEN_ACCESS, node, f"'from {node.module} import *' is not allowed in a kernel "
+                                                          "(star imports are allowed from the NKI API only)")
                     continue
                 if alias.name.startswith("_") or alias.name in self.forbidden_attributes - _NKI_ALLOWED_ATTRIBUTES:
                     self._add(FORBIDDEN_ACCESS, node, f"'from {node.module} import {alias.name}' is not allowed")
@@ -211,6 +216,16 @@ class _Scanner(ast.NodeVisitor):
     def visit_Delete(self, node):
         for target in node.targets:
             self._check_store(target)
+        self.generic_visit(node)
+
+    def visit_MatchClass(self, node):
+        # `case object(__globals__=g)` reads attributes by keyword name: the names are
+        # strings in the pattern, not Attribute nodes, so they are checked here
+        for name in node.kwd_attrs:
+            if name.startswith("_"):
+                self._add(FORBIDDEN_ACCESS, node, f"a class pattern reading '{name}' is not allowed in a kernel")
+            elif name in self.forbidden_attributes:
+                self._add(FORBIDDEN_ACCESS, node, f"a class pattern reading '.{name}' is not allowed in a kernel")
         self.generic_visit(node)
 
     def visit_Global(self, node):
