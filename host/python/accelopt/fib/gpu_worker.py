@@ -15,7 +15,11 @@ first_<i>.bin (the first call's outputs) and after_<i>.bin (the last timed
 call's) and prints one JSON line: {"status": "ok", "median_ms", "dps",
 "hardware", "libs"} or {"status": "compile_error"|"runtime_error", "message"}.
 Timing: per call, CUDA events around it with the L2 (twice its size) zeroed
-before it, FIB's cold-L2 protocol with the events fallback.
+before it, FIB's cold-L2 protocol with the events fallback. As in the CPU
+tier (accelopt.fib.untrusted), every warm-up and timed call gets fresh
+inputs (same values, an address no other call had), DPS outputs poisoned
+before each call, and a call that returns a tensor object an earlier call
+returned is a runtime_error: a result cached between calls cannot be timed.
 """
 import contextlib
 import importlib
@@ -28,6 +32,7 @@ import sys
 import tempfile
 import time
 import traceback
+import weakref
 
 _CARRIER_BITS = {8: "uint8", 16: "int16", 32: "int32", 64: "int64"}
 _FIB_TO_TORCH = {"float4_e2m1": "float4_e2m1fn_x2"}
@@ -78,6 +83,49 @@ def _load(req):
     if not callable(function):
         raise TypeError(f"{symbol} is not callable")
     return function
+
+
+# Each call's copy of a tensor starts this many bytes after the previous call's copy.
+_SHIFT_BYTES = 256
+
+
+def _fresh_arenas(torch, templates, calls):
+    """[(storage, shape, strides, step)] per template tensor ({shape, dtype, device}), None for scalars:
+    room for `calls` overlapping copies, each at its own address."""
+    arenas = []
+    for t in templates:
+        if t is None:
+            arenas.append(None)
+            continue
+        shape, dtype, device = t
+        strides, step = [], 1
+        for extent in reversed(shape):
+            strides.append(step)
+            step *= max(1, extent)
+        numel = 1
+        for extent in shape:
+            numel *= extent
+        shift = max(1, _SHIFT_BYTES // torch.empty((), dtype=dtype).element_size())
+        storage = torch.empty(numel + shift * max(1, calls), dtype=dtype, device=device)
+        arenas.append((storage, tuple(shape), tuple(reversed(strides)), shift))
+    return arenas
+
+
+def _arena_view(arena, i):
+    storage, shape, strides, shift = arena
+    return storage.as_strided(shape, strides, shift * i)
+
+
+def _check_returned(torch, seen, value, call):
+    """Fails when `value` holds a tensor object an earlier call returned (still alive: cached)."""
+    for item in (value if isinstance(value, (list, tuple)) else [value]):
+        if type(item) is not torch.Tensor:  # noqa: E721
+            continue
+        earlier = seen.get(id(item))
+        if earlier is not None and earlier[0]() is item:
+            raise _Fail("runtime_error", f"anti-cheat: {call} returned the same tensor object as {earlier[1]} "
+                                         "(a cached result); every call must compute its outputs")
+        seen[id(item)] = (weakref.ref(item), call)
 
 
 def _fits(function, n):
@@ -131,10 +179,10 @@ def main(path):
             outputs = [torch.empty(tuple(o["shape"] or ()), dtype=_dtype(torch, o["dtype"]), device=device)
                        for o in req["outputs"]] if dps else []
 
-            def call():
+            def call(call_inputs=inputs, call_outputs=outputs):
                 with torch.no_grad():
-                    result = function(*inputs, *outputs)
-                return outputs if dps else result
+                    result = function(*call_inputs, *call_outputs)
+                return call_outputs if dps else result
 
             def as_list(value):
                 if isinstance(value, (list, tuple)):
@@ -151,32 +199,51 @@ def main(path):
                         for v in as_list(value)]
 
             sync = torch.cuda.synchronize if on_gpu else (lambda: None)
+            seen = {}
             try:
                 first = call()
                 sync()
+                if not dps:
+                    _check_returned(torch, seen, first, "the first call")
                 reply["first"] = save("first_", first)
                 timing = req.get("timing") or {}
                 if timing.get("enabled", True):
                     l2 = torch.cuda.get_device_properties(device).L2_cache_size if on_gpu else 0
                     flush = torch.empty(max(2 * l2, 1), dtype=torch.int8, device=device)
-                    for _ in range(int(timing.get("warmup", 10))):
-                        flush.zero_()
-                        call()
-                    sync()
+                    warmup, iterations = int(timing.get("warmup", 10)), int(timing.get("iterations", 50))
+                    calls = warmup + iterations
+                    fresh_in = _fresh_arenas(torch, [(tuple(x.shape), x.dtype, x.device)
+                                                     if isinstance(x, torch.Tensor) else None for x in inputs], calls)
+                    fresh_out = _fresh_arenas(torch, [(tuple(o.shape), o.dtype, o.device) for o in outputs], calls)
                     samples, last = [], None
-                    for _ in range(int(timing.get("iterations", 50))):
+                    for i in range(calls):
+                        # Fresh inputs and poisoned outputs, made before the flush.
+                        call_inputs = [x if a is None else _arena_view(a, i).copy_(x) for x, a in zip(inputs, fresh_in)]
+                        call_outputs = []
+                        for a in fresh_out:
+                            view = _arena_view(a, i)
+                            view.fill_(float("nan") if view.is_floating_point() else (True if view.dtype == torch.bool
+                                                                                        else -1))
+                            call_outputs.append(view)
                         flush.zero_()
-                        if on_gpu:
+                        if on_gpu and i >= warmup:
                             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                             start.record()
-                            last = call()
+                            result = call(call_inputs, call_outputs)
                             end.record()
                             end.synchronize()
-                            samples.append(start.elapsed_time(end))
+                            elapsed = start.elapsed_time(end)
                         else:
                             began = time.perf_counter()
-                            last = call()
-                            samples.append((time.perf_counter() - began) * 1e3)
+                            result = call(call_inputs, call_outputs)
+                            elapsed = (time.perf_counter() - began) * 1e3
+                        if not dps:
+                            _check_returned(torch, seen, result, f"call {i + 1} after the first")
+                        if i >= warmup:
+                            samples.append(elapsed)
+                            last = result
+                        del result
+                    sync()
                     reply["median_ms"] = statistics.median(samples)
                     reply["after"] = save("after_", last)
                 for i, x in enumerate(inputs):

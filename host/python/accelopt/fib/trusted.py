@@ -68,9 +68,11 @@ def open_workload(arg):
 
     ``arg``: {"definition": {...}, "workload": {...}, "root": trace-set root,
     "seed": int, "trials": 3, "timing": {"warmup", "iterations", "cold_cache"},
-    "profile_baseline": bool, "tolerance": {"atol", "rtol", "required_matched_ratio"}}.
+    "profile_baseline": bool, "tolerance": {"atol", "rtol", "required_matched_ratio"},
+    "max_workload_bytes": cap (0 or absent: fib_inputs.default_workload_bytes())}.
     Returns {"baseline": id, "seeds": [...], "flush_bytes": n} or {"error": message}
-    (the inputs cannot be built: no trace is written for this workload).
+    (the inputs cannot be built, or would take more than the cap: no trace is
+    written for this workload).
     """
     import json
     definition = arg.get("definition") or json.loads(arg["definition_text"])  # the text keeps the input order
@@ -80,6 +82,8 @@ def open_workload(arg):
     blobs = fib_inputs.BlobCache()
     drawn = []
     try:
+        # Sized from the shapes before anything is drawn or read (a huge axis is refused here).
+        fib_inputs.check_workload_bytes(definition, workload, trials, arg.get("max_workload_bytes"))
         for seed in seeds:
             values = fib_inputs.make_inputs(definition, workload, arg.get("root", "."), seed, blobs)
             drawn.append({"seed": seed, "inputs": values, "digests": [fib_inputs.digest(v) for v in values],

@@ -7,7 +7,12 @@ module, checks the entry's signature, calls it once on the trial's inputs
 (the correctness call), then times it (warm-up, then timed iterations with a
 cold cache before each, FIB's protocol on CPU), and returns the outputs of
 the first call and of the last timed call, the input digests after the
-calls, the per-iteration times and the captured stdout/stderr. It never
+calls, the per-iteration times and the captured stdout/stderr. Every
+warm-up and timed call gets fresh inputs (:class:`FreshInputs`: the same
+values at an address no earlier call saw) and, for DPS, fresh poisoned
+outputs (:class:`FreshOutputs`), and a value-returning call that hands back
+a tensor object an earlier call returned is refused: a result cached on
+the inputs' addresses or returned from a cache cannot be timed. It never
 sees a reference output and judges nothing: the host does
 (:mod:`accelopt.fib.trusted`). The timer, the tensor methods it uses and
 this module are captured at import, before any solution runs, and the
@@ -24,11 +29,12 @@ import sys
 import tempfile
 import time
 import traceback
+import weakref
 
 import torch
 
 from ..sandbox import codec as np_codec
-from . import tensors
+from . import names, tensors
 from .inputs import digest as _input_digest
 
 _perf_ns = time.perf_counter_ns
@@ -36,14 +42,113 @@ _Tensor = torch.Tensor
 _TensorBase = getattr(torch._C, "TensorBase", None) or torch._C._TensorBase
 _clone = _TensorBase.clone
 _zero = _TensorBase.zero_
+_copy = _TensorBase.copy_
+_fill = _TensorBase.fill_
+_as_strided = _TensorBase.as_strided
+_numel = _TensorBase.numel
+_element_size = _TensorBase.element_size
+_is_floating = _TensorBase.is_floating_point
 _empty = torch.empty
 _no_grad = torch.no_grad
+_bool = torch.bool
 
 # Characters of captured stdout/stderr returned (the host caps the log again).
 MAX_LOG = 48 * 1024
 COMPILE_ERROR = "compile_error"
 _FOLDERS = []  # written solution packages, removed when the trial ends
 RUNTIME_ERROR = "runtime_error"
+
+
+# Each call's copy of an input starts this many bytes after the previous call's.
+_SHIFT_BYTES = 64
+
+
+def _contiguous_strides(shape):
+    strides, step = [], 1
+    for extent in reversed(shape):
+        strides.append(step)
+        step *= max(1, extent)
+    return tuple(reversed(strides))
+
+
+class _Arena:
+    """Room for `calls` copies of one tensor, each `_SHIFT_BYTES` after the previous one (overlapping):
+    call i's copy has an address no other call has, for the memory of one copy plus 64 bytes a call."""
+
+    def __init__(self, shape, dtype, calls):
+        self.shape = tuple(shape)
+        self.strides = _contiguous_strides(self.shape)
+        numel = 1
+        for extent in self.shape:
+            numel *= extent
+        probe = _empty((), dtype=dtype)
+        self.step = max(1, _SHIFT_BYTES // _element_size(probe))
+        self.floating = _is_floating(probe)
+        self.dtype = dtype
+        self.storage = _empty(numel + self.step * max(1, calls), dtype=dtype)
+
+    def view(self, i):
+        return _as_strided(self.storage, self.shape, self.strides, self.step * i)
+
+
+class FreshInputs:
+    """The trial's inputs for warm-up and timed call ``i`` (:meth:`call`): each tensor copied, values
+    unchanged, to an address that neither the original nor any other call has, so that a cache keyed
+    on ``data_ptr()`` never hits; scalars pass as they are. The copies are made outside the timed region."""
+
+    def __init__(self, inputs, calls):
+        self._inputs = list(inputs)
+        self._arenas = [_Arena(tuple(x.shape), x.dtype, calls) if type(x) is _Tensor else None  # noqa: E721
+                        for x in self._inputs]
+
+    def call(self, i):
+        out = []
+        for x, arena in zip(self._inputs, self._arenas):
+            if arena is None:
+                out.append(x)
+            else:
+                view = arena.view(i)
+                _copy(view, x)
+                out.append(view)
+        return out
+
+
+class FreshOutputs:
+    """Destination-passing outputs for call ``i``: a new address each call, filled before it with NaN
+    (floats), -1 (integers) or True, so that a call which writes nothing leaves no earlier call's result."""
+
+    def __init__(self, specs, calls):
+        self._arenas = []
+        for spec in specs:
+            shape = tuple(spec["shape"]) if spec["shape"] is not None else ()
+            self._arenas.append(_Arena(shape, tensors.torch_dtype(spec["dtype"]), calls))
+
+    def call(self, i):
+        out = []
+        for arena in self._arenas:
+            view = arena.view(i)
+            _fill(view, float("nan") if arena.floating else (True if arena.dtype == _bool else -1))
+            out.append(view)
+        return out
+
+
+class _Returned:
+    """Weak references to every tensor the calls of a trial returned: a call that returns a tensor
+    object an earlier call returned (still alive, so held by a cache) is refused."""
+
+    def __init__(self):
+        self._seen = {}
+
+    def check(self, value, call):
+        items = value if isinstance(value, (list, tuple)) else [value]
+        for item in items:
+            if type(item) is not _Tensor:  # noqa: E721
+                continue
+            earlier = self._seen.get(id(item))
+            if earlier is not None and earlier[0]() is item:
+                raise _Failure(RUNTIME_ERROR, f"anti-cheat: {call} returned the same tensor object as {earlier[1]} "
+                                              "(a cached result); every call must compute its outputs")
+            self._seen[id(item)] = (weakref.ref(item), call)
 
 
 class _Failure(Exception):
@@ -88,7 +193,7 @@ def _load(arg):
     if not module or not symbol:
         raise _Failure(COMPILE_ERROR, f"entry point {arg['entry']!r} is not '<file>.py::<function>'")
     digest = hashlib.sha1(repr([(s["path"], s["content"]) for s in sources]).encode()).hexdigest()[:10]
-    package = "fib_" + arg.get("role", "solution") + "_" + digest
+    package = "fib_" + names.component(arg.get("role", "solution"), "role") + "_" + digest
     base = _materialize(sources, package)
     _FOLDERS.append(base)
     sys.path.insert(0, base)
@@ -195,15 +300,21 @@ def run_trial(arg, blobs):
                 for spec in arg["outputs"]:
                     shape = spec["shape"] if spec["shape"] is not None else ()
                     outputs.append(_empty(tuple(shape), dtype=tensors.torch_dtype(spec["dtype"])))
-            call_args = inputs + outputs
+            returned = _Returned()
 
-            def call():
+            def call(call_inputs, call_outputs):
                 with _no_grad():
-                    result = function(*call_args)
-                return outputs if dps else result
+                    result = function(*call_inputs, *call_outputs)
+                return call_outputs if dps else result
 
             try:
-                first = _snapshot(call())
+                raw_first = call(inputs, outputs)
+                if not dps:
+                    returned.check(raw_first, "the first call")
+                first = _snapshot(raw_first)
+                del raw_first
+            except _Failure:
+                raise
             except BaseException as exc:  # noqa: BLE001 - the solution's error, as FIB reports it
                 if isinstance(exc, (MemoryError, SystemExit, KeyboardInterrupt)):
                     raise
@@ -214,19 +325,29 @@ def run_trial(arg, blobs):
                 flush = None
                 if int(timing.get("flush_bytes", 0)) > 0:
                     flush = _empty(int(timing["flush_bytes"]), dtype=torch.uint8)
+                warmup, iterations = int(timing.get("warmup", 10)), int(timing.get("iterations", 50))
+                # Fresh inputs (and poisoned DPS outputs) per call, made before the cache flush.
+                fresh_in = FreshInputs(inputs, warmup + iterations)
+                fresh_out = FreshOutputs(arg["outputs"], warmup + iterations) if dps else None
                 samples = []
                 last = None
                 try:
-                    for _ in range(int(timing.get("warmup", 10))):
-                        if flush is not None:
-                            _zero(flush)
-                        call()
-                    for _ in range(int(timing.get("iterations", 50))):
+                    for i in range(warmup + iterations):
+                        call_inputs = fresh_in.call(i)
+                        call_outputs = fresh_out.call(i) if dps else []
                         if flush is not None:
                             _zero(flush)
                         start = _perf_ns()
-                        last = call()
-                        samples.append((_perf_ns() - start) / 1e6)
+                        result = call(call_inputs, call_outputs)
+                        elapsed = (_perf_ns() - start) / 1e6
+                        if not dps:
+                            returned.check(result, f"call {i + 1} after the first")
+                        if i >= warmup:
+                            samples.append(elapsed)
+                            last = result
+                        del result
+                except _Failure:
+                    raise
                 except BaseException as exc:  # noqa: BLE001
                     if isinstance(exc, (MemoryError, SystemExit, KeyboardInterrupt)):
                         raise
