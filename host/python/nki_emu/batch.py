@@ -84,3 +84,13 @@ def _prod(shape):
     for d in shape:
         n *= d
     return n
+
+
+def reshape(values, *dims):
+    """``values.reshape(dims)`` with one ``-1`` after the leading member axis, also for a run
+    of no members (a traced program, nki_emu.program), where NumPy cannot infer ``-1``."""
+    if values.size or -1 not in dims:
+        return values.reshape(dims)
+    known = _prod([d for d in dims[1:] if d != -1]) or 1
+    rest = _prod(values.shape[1:]) // known
+    return values.reshape(tuple(rest if d == -1 else d for d in dims))

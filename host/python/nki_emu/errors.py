@@ -9,6 +9,7 @@ import os
 import sys
 
 from . import runstack
+from .program import state as program_state
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -42,6 +43,8 @@ def user_frame():
     Runs for every allocation (tensor names), so the path test is cached
     per file name.
     """
+    if program_state.REPLAY_LOCATION is not None:  # a replayed program has no kernel frames
+        return program_state.REPLAY_LOCATION
     frame = sys._getframe(1)
     while frame is not None:
         if not _inside_package(frame.f_code.co_filename):
@@ -53,6 +56,8 @@ def user_frame():
 def user_frame_object():
     """The innermost frame outside nki_emu (the kernel's), or None (loop liveness plans
     are keyed by the kernel's code object and line, nki_emu.liveness)."""
+    if program_state.REPLAY_LOCATION is not None:
+        return None  # replay: liveness comes from the program's release operations
     frame = sys._getframe(1)
     while frame is not None and _inside_package(frame.f_code.co_filename):
         frame = frame.f_back

@@ -182,7 +182,7 @@ def activation(op, data, bias=None, scale=1.0, reduce_op=None, reduce_res=None,
     out = _result(res, dtype or data.dtype, mask=mask)
     reduces = reduce_res is not None or reduce_op is not None
     if reduce_res is not None:
-        red = np.sum(res.reshape(res.shape[0], p, -1), axis=2, keepdims=True)
+        red = np.sum(batch.reshape(res, res.shape[0], p, -1), axis=2, keepdims=True)
         tensor_write(reduce_res, red)
     trace.compute("activation_reduce" if reduces else "activation", "scalar", [data, bias] +
                   ([scale] if isinstance(scale, NkiTensor) else []), out, free_size(data.shape))
@@ -292,7 +292,7 @@ def tensor_reduce(op, data, axis, dtype=None, mask=None, negate=False, keepdims=
     if negate:
         res = -res
     if not keepdims:
-        res = res.reshape(res.shape[0], res.shape[1], -1)
+        res = batch.reshape(res, res.shape[0], res.shape[1], -1)
     out = _result(res, dtype or data.dtype, mask=mask)
     trace.compute("tensor_reduce", "vector", [data], out, free_size(data.shape))
     return out

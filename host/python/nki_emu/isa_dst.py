@@ -16,7 +16,7 @@ created without a fill value starts the accumulation group and overwrites it [I]
 """
 import numpy as np
 
-from . import assign, dtypes, isa, runtime, trace
+from . import assign, batch, dtypes, isa, runtime, trace
 from .errors import fail
 from .isa import engine, nc_version, reduce_cmd
 from .operands import free_size, on_chip, result as _result
@@ -136,7 +136,7 @@ def activation(dst, op, data, bias=None, scale=1.0, reduce_op=None, reduce_res=N
             regs[...] = 0
         if reduce_cmd in (isa.reduce_cmd.reduce, isa.reduce_cmd.reset_reduce):
             vals = tensor_values(res).astype(np.float32)
-            regs[:, :p] += vals.reshape(vals.shape[0], p, -1).sum(axis=2, keepdims=True)
+            regs[:, :p] += batch.reshape(vals, vals.shape[0], p, -1).sum(axis=2, keepdims=True)
     _into(dst, res)
     if reduce_res is not None:
         read_registers(reduce_res, registers(_REGS)[:, :p], "activation")

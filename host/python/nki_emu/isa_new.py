@@ -16,7 +16,7 @@ naming the API, never silently.
 """
 import numpy as np
 
-from . import assign, isa, ops, runtime, trace
+from . import assign, batch, isa, ops, runtime, trace
 from .errors import fail
 from .isa import nc_version, reduce_cmd
 from .isa_dst import dst_tile, read_registers, registers
@@ -32,7 +32,7 @@ def _f32(x):
 def _flat(x):
     """Batched values of tile ``x`` as (S, P, F) fp32."""
     v = _f32(x)
-    return v.reshape(v.shape[0], x.shape[0], -1)
+    return batch.reshape(v, v.shape[0], x.shape[0], -1)
 
 
 def _vector(x, p, api, what):
@@ -106,7 +106,7 @@ def tensor_partition_reduce(dst, op, data, name=None):
         fail("err_unsupported_memory", "GpSimd ('tensor_partition_reduce') cannot access PSUM")
     name_ = ops.op_name(op)
     v = tensor_values(data)
-    v = v.reshape(v.shape[0], data.shape[0], -1)
+    v = batch.reshape(v, v.shape[0], data.shape[0], -1)
     if name_ in ("bitwise_or", "bitwise_and"):
         fn = np.bitwise_or if name_ == "bitwise_or" else np.bitwise_and
         res = fn.reduce(v, axis=1, keepdims=True)
@@ -311,9 +311,9 @@ def nc_n_gather(dst, data, indices, name=None):
     if "psum" in (dst.buffer, data.buffer, indices.buffer):
         fail("err_unsupported_memory", "GpSimd ('nc_n_gather') cannot access PSUM")
     src = tensor_values(data)
-    src = src.reshape(src.shape[0], data.shape[0], -1)
+    src = batch.reshape(src, src.shape[0], data.shape[0], -1)
     idx = tensor_values(indices).astype(np.int64)
-    idx = idx.reshape(idx.shape[0], indices.shape[0], -1)
+    idx = batch.reshape(idx, idx.shape[0], indices.shape[0], -1)
     if idx.size and (idx.min() < 0 or idx.max() >= src.shape[2]):
         run = runtime.current()
         if run is not None and idx.shape[0] > 1:
@@ -388,9 +388,9 @@ def local_gather(dst, src_buffer, index, num_elem_per_idx=1, num_valid_indices=N
                                    f"{list(dst.shape)}")
     src = tensor_values(src_buffer)
     members, groups = src.shape[0], p // 16
-    src = src.reshape(members, groups, 16, -1)
+    src = batch.reshape(src, members, groups, 16, -1)
     idx = tensor_values(index).astype(np.int64)
-    idx = idx.reshape(idx.shape[0], groups, 16, -1).swapaxes(2, 3).reshape(idx.shape[0], groups, -1)[:, :, :valid]
+    idx = batch.reshape(batch.reshape(idx, idx.shape[0], groups, 16, -1).swapaxes(2, 3), idx.shape[0], groups, -1)[:, :, :valid]
     pos = (idx[..., None] + np.arange(k)).reshape(idx.shape[0], groups, 1, valid * k)
     if pos.size and (pos.min() < 0 or pos.max() >= src.shape[3]):
         run = runtime.current()
@@ -417,7 +417,7 @@ def sequence_bounds(dst, segment_ids, name=None):
         fail("err_sequence_bounds_partition", "'sequence_bounds' works on one partition (shape (1, n))")
     v = tensor_values(segment_ids)
     members = v.shape[0]
-    seq = v.reshape(members, -1)
+    seq = batch.reshape(v, members, -1)
     n = seq.shape[1]
     if free_size(dst.shape) != 2 * n:
         fail("err_shape_mismatch", f"'dst' of 'sequence_bounds' must hold 2 x {n} elements, got {list(dst.shape)}")

@@ -364,7 +364,7 @@ def _reduce_api(name):
         vals = values(x)
         res = ops.REDUCE[name](vals, axis=batch.reduce_axes(axes), keepdims=True)
         if not keepdims:
-            res = res.reshape(res.shape[0], res.shape[1], -1) if res.ndim > 2 else res
+            res = batch.reshape(res, res.shape[0], res.shape[1], -1) if res.ndim > 2 else res
         out = _result(res, dtype or x.dtype, mask=mask)
         trace.compute("tensor_reduce", "vector", [x], out, free_size(x.shape))
         return out
@@ -405,7 +405,7 @@ def matmul(x, y, transpose_x=False, mask=None):
     a = vx if transpose_x else vx.swapaxes(-1, -2)  # the stationary operand (S, K, M)
     if runtime.computing():
         res = np.matmul(a.swapaxes(-1, -2).astype(np.float32, copy=False),
-                        vy.reshape(vy.shape[0], y.shape[0], -1).astype(np.float32, copy=False))
+                        batch.reshape(vy, vy.shape[0], y.shape[0], -1).astype(np.float32, copy=False))
     else:
         res = np.zeros((vx.shape[0], m, free_size(y.shape)), np.float32)
     out = _result(res, np.float32, "psum", mask)

@@ -17,7 +17,7 @@ import contextlib
 
 import numpy as np
 
-from . import runtime, trace
+from . import batch, runtime, trace
 from .errors import fail, user_frame_object
 from .index_expr import mask_array
 from .operands import free_size, on_chip, result as _result
@@ -52,9 +52,9 @@ def gather_flattened(data, indices, axis=0, dtype=None, mask=None):
         fail("err_num_partition_mismatch", "'data' and 'indices' of 'gather_flattened' must have the same partitions")
     from .tensor import values
     src = values(data)
-    src = src.reshape(src.shape[0], data.shape[0], -1)
+    src = batch.reshape(src, src.shape[0], data.shape[0], -1)
     idx = values(indices).astype(np.int64)
-    idx = idx.reshape(idx.shape[0], indices.shape[0], -1)
+    idx = batch.reshape(idx, idx.shape[0], indices.shape[0], -1)
     if idx.size and (idx.min() < 0 or idx.max() >= src.shape[2]):
         fail("err_tensor_access_out_of_bound", f"an index of 'gather_flattened' is outside [0, {src.shape[2]})")
     res = np.take_along_axis(src, np.broadcast_to(idx, (src.shape[0],) + idx.shape[1:]), axis=2)

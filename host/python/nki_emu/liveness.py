@@ -38,6 +38,7 @@ import inspect
 import textwrap
 
 from . import tensor
+from .program import state as program_state
 
 _ALLOCATORS = {"ndarray", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like", "full_like"}
 _RANGE_CALLS = {"affine_range", "sequential_range", "static_range"}
@@ -67,7 +68,7 @@ def bind(frame, releases):
     local = frame.f_locals
     bound = []
     for name, slots in releases:
-        root = local.get(name)
+        root = program_state.unwrap(local.get(name))  # a traced kernel holds recording handles
         if not isinstance(root, tensor.NkiTensor) or root.root is not root \
                 or tensor.blocks_of(root) is None:
             continue
@@ -82,7 +83,7 @@ def bind(frame, releases):
             for d in block_shape[pos + 1:]:
                 stride *= d
             strides.append((stride, block_shape[pos]))
-        fixed = [(pos, int(local[var])) for var, pos in slots[:-1]] + [(slots[-1][1], None)]
+        fixed = [(pos, int(program_state.unwrap(local[var]))) for var, pos in slots[:-1]] + [(slots[-1][1], None)]
         complete = len({pos for pos, _ in fixed}) == len(strides)  # one block per iteration
         bound.append((root, strides, fixed, complete))
     return bound
@@ -101,6 +102,8 @@ def release(bound, iteration):
         else:
             wanted = [(strides[pos][0], strides[pos][1], iteration if v is None else v) for pos, v in fixed]
             dead = [b for b in blocks if all((b // s) % n == v for s, n, v in wanted)]
+        if dead and program_state.RECORDER is not None:
+            program_state.RECORDER.released(root, dead)  # the replayed program frees them at the same point
         for b in dead:
             del blocks[b]
         cow = tensor.cow_of(root)

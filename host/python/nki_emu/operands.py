@@ -13,6 +13,7 @@ import sys
 
 import numpy as np
 
+from .program import state as program_state
 from . import batch, dtypes
 from .errors import fail
 from .index_expr import mask_array
@@ -81,7 +82,7 @@ def _var_name(x):
             frame = frame.f_back
             continue
         for name, value in frame.f_locals.items():
-            if value is x:
+            if value is x or program_state.unwrap(value) is x:  # traced kernels hold handles
                 return name
         frame = frame.f_back
     return x.root.name

@@ -504,7 +504,7 @@ def root_data(root):
     nbytes = math.prod(shape) * sdtype.itemsize
     fill = _fill_value(root, sdtype)
     dense = np.zeros(shape, sdtype) if (fill == 0 or nbytes > NAN_FILL_LIMIT) else np.full(shape, fill, sdtype)
-    flat = dense.reshape(shape[0], -1)
+    flat = dense.reshape(shape[0], math.prod(shape[1:]))  # not -1: a run may have 0 members
     be = root.block_elems
     for b, blk in blocks.items():
         flat[:, b * be:(b + 1) * be] = blk
@@ -517,6 +517,8 @@ def root_data(root):
 def _strided(data, lay, member_elems, offset=0):
     """Batched view ``(S,) + lay.shape`` of layout ``lay`` into ``data`` (S members of
     ``member_elems`` elements each, C order), ``offset`` elements subtracted."""
+    if data.shape[0] == 0:  # a run of no members (tracing a program: nki_emu.program)
+        return np.empty((0,) + lay.shape, data.dtype)
     size = data.itemsize
     return np.ndarray((data.shape[0],) + lay.shape, data.dtype, buffer=data, offset=(lay.offset - offset) * size,
                       strides=(member_elems * size,) + tuple(s * size for s in lay.strides))
@@ -563,7 +565,7 @@ def values(t):
             data = _data_of(root)
             if type(data) is Members:
                 return _stack_members(data, lay)
-        return _strided(data, lay, data.size // data.shape[0])
+        return _strided(data, lay, data.size // max(1, data.shape[0]))
     return _gathered(t)
 
 
@@ -577,14 +579,15 @@ def _gathered(t):
         if type(data) is Members:
             out = np.stack([m.reshape(-1)[idx] for m in data])
         else:
-            out = data.reshape(data.shape[0], -1)[:, idx]
+            out = data.reshape(data.shape[0], math.prod(data.shape[1:]))[:, idx]
     else:
         idx, inb = per_member
         if type(data) is Members:
             out = np.stack([m.reshape(-1)[i] for m, i in zip(data, idx)])
         else:
             n = data.shape[0]
-            out = np.take_along_axis(data.reshape(n, -1), idx.reshape(n, -1), axis=1).reshape(idx.shape)
+            out = np.take_along_axis(data.reshape(n, math.prod(data.shape[1:])), idx.reshape(n, math.prod(idx.shape[1:])),
+                                      axis=1).reshape(idx.shape)
     if inb is not None:
         out = np.where(inb, out, 0).astype(out.dtype)
     return out
@@ -606,7 +609,7 @@ def _mask_view(mask, t):
         return mask
     lay = t.layout
     if mask.ndim > len(t.root.layout.shape):
-        return _strided(mask, lay, mask.size // mask.shape[0])
+        return _strided(mask, lay, mask.size // max(1, mask.shape[0]))
     return np.ndarray(lay.shape, np.bool_, buffer=mask, offset=lay.offset, strides=lay.strides)
 
 
@@ -663,7 +666,7 @@ def _write_gather(t, vals, where, batched, written):
     g, root = t.gather, t.root
     data = root_data(root)
     n = data.shape[0]
-    flat = data.reshape(n, -1)
+    flat = data.reshape(n, math.prod(data.shape[1:]))
     src = np.broadcast_to(batch.fit(vals, (n,) + g.shape, batched), (n,) + g.shape)
     sel = np.ones(g.shape, bool) if where is None else np.broadcast_to(where, g.shape).copy()
     per_member = gather_members(g)
@@ -714,7 +717,8 @@ def _stored(root, written, stored, where=None):
 
 def _flat_mask(written, root):
     """A root's written-mask flattened: (elements,) when shared, (S, elements) per member."""
-    return written.reshape(written.shape[:written.ndim - len(root.layout.shape)] + (-1,))
+    lead = written.shape[:written.ndim - len(root.layout.shape)]
+    return written.reshape(lead + (math.prod(written.shape[len(lead):]),))  # not -1: 0 members
 
 
 def update_in_place(t, fn, operand, batched=True):

@@ -205,6 +205,12 @@ TEST_CASE("adversarial kernels: each contained with its kind while good kernels 
       {"adv_half_store.py", "unwritten_output", "unwritten_output"},
       {"adv_sbuf_output.py", "unwritten_output", "unwritten_output"},
       {"adv_print_capture.py", "unwritten_output", "unwritten_output"},
+      // Issue 34: the scan's old bypasses (a star import, a class pattern reading __globals__).
+      // Runtime only: the latency comes from the trusted replay of the kernel's program, so
+      // the flattered clock is not seen (its latency must equal kernel_good's), and outputs
+      // computed outside the instruction stream are not in the program.
+      {"adv_rewrite_clock.py", "", "forbidden_access"},
+      {"adv_numpy_outputs.py", "unwritten_output", "forbidden_access"},
       {"kernel_good.py", "", ""},
       {"kernel_good.py", "", ""},
   };

@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 
+from sandbox.tracing import traced
 from accelopt.sandbox import codec, sealed, trusted, untrusted
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -87,6 +88,7 @@ def _shared_round_trip(request, reply_memfd=True, inodes=None):
     ``inodes`` (list, optional) receives the inode of every memfd sent."""
     prepared, blobs = trusted.prepare({"module": "accelopt.profile", "function": "profile_kernel", "arg": request,
                                        "options": {"shared_inputs": True, "shared_min_bytes": 0}})
+    prepared, blobs = traced(prepared, blobs)
     first = None
     while True:
         job = json.loads(json.dumps(prepared["worker"]))
@@ -96,7 +98,7 @@ def _shared_round_trip(request, reply_memfd=True, inodes=None):
         if inodes is not None:
             inodes.extend(os.fstat(fd).st_ino for fd in shared["memfds"])
         inputs = sealed.map_ranges([os.dup(fd) for fd in shared["memfds"]], shared["blobs"])
-        value, out_blobs = untrusted.run_kernel(job["arg"], inputs)
+        value, out_blobs = getattr(untrusted, job["function"])(job["arg"], inputs)
         outcome = {"ok": True, "result": json.loads(json.dumps(value)), "integrity": []}
         fd = None
         if reply_memfd:
@@ -132,6 +134,7 @@ def test_shared_inputs_and_reply_judge_like_piped_ones():
 def test_an_unmappable_reply_is_a_worker_error():
     prepared, _ = trusted.prepare({"module": "accelopt.profile", "function": "profile_kernel",
                                    "arg": _request("kernel_good.py"), "options": {"shared_inputs": True, "shared_min_bytes": 0}})
+    prepared, _ = traced(prepared, [])
     outcome = {"ok": True, "result": {"runs": []}, "integrity": [], "reply_memfd": {"fd": 10**6, "at": 0, "sizes": [4]}}
     result, blobs = trusted.finish({"token": prepared["token"], "outcome": outcome}, [])
     assert result["error"]["kind"] == "worker_error" and "reply memfd" in result["error"]["message"]
@@ -198,5 +201,7 @@ def test_small_inputs_go_by_pipe_unless_asked_otherwise():
     assert sealed.enabled({}) is None and sealed.enabled({"shared_inputs": True}) == sealed.MIN_BYTES
     prepared, blobs = trusted.prepare({"module": "accelopt.profile", "function": "profile_kernel",
                                        "arg": _request("kernel_good.py"), "options": {"shared_inputs": True}})
-    assert "shared" not in prepared["worker"] and len(blobs) == 4  # 3 seeds + 1 hidden set, 32 KiB each
+    prepared, blobs = traced(prepared, blobs)
+    # 3 seeds + 1 hidden set, 32 KiB each, and the traced program
+    assert "shared" not in prepared["worker"] and len(blobs) == 5
     trusted.discard({"token": prepared["token"]})

@@ -180,17 +180,86 @@ def _worker_job(state, index, blobs):
     for position in positions:
         slot = state["order"][position]
         nki_inputs = _seed_draw(state, slot).nki_inputs if slot >= 0 else state["hidden"].nki_inputs
+        if state.get("arg_spec") is not None and arg_spec(nki_inputs) != state["arg_spec"]:
+            raise R.HarnessError(R.REFERENCE_ERROR, "the reference's input sets differ in shape, dtype or scalar "
+                                                    "arguments: one traced program cannot serve them all")
         try:
             runs.append([codec.encode(a, blobs) for a in nki_inputs])
         except codec.CodecError as exc:
             raise R.HarnessError(R.REFERENCE_ERROR, f"reference inputs cannot be sent to a worker: {exc}") from exc
     timed = state["timed_run"]
-    arg = {"kernel_source": state["source"], "kernel_path": state["kernel_path"], "backend": state["backend"],
+    arg = {"kernel_path": state["kernel_path"], "backend": state["backend"],
            "target": state["target"], "runs": runs, "timed_run": positions.index(timed) if timed in positions else -1,
            "external_profiler": state["backend"] == "neuron"}
+    if state.get("program") is not None:  # trusted execution of the traced program (issue 34)
+        arg["program"] = len(blobs)
+        blobs.append(state["program"])
+    else:
+        arg["kernel_source"] = state["source"]
     if positions[0]:
         arg["first_run"] = positions[0]  # run numbers in the worker's messages are the call's
     return arg
+
+
+def arg_spec(nki_inputs):
+    """What tracing needs of a kernel's arguments, no values: ``{"array": [dtype, shape]}``
+    per array, ``{"seq": [...], "list": bool}`` per tuple/list, JSON scalars as they are
+    (a scalar argument steers the instruction stream, so it is part of the program)."""
+    out = []
+    for value in nki_inputs:
+        if isinstance(value, np.ndarray):
+            out.append({"array": [value.dtype.str, list(value.shape)]})
+        elif isinstance(value, (tuple, list)):
+            out.append({"seq": arg_spec(value), "list": isinstance(value, list)})
+        elif isinstance(value, np.generic):
+            out.append(value.item())
+        elif value is None or isinstance(value, (bool, int, float, str)):
+            out.append(value)
+        else:
+            raise R.HarnessError(R.REFERENCE_ERROR, f"a {type(value).__name__} kernel argument cannot be traced")
+    return out
+
+
+def _trace_job(state, nki_inputs):
+    """The untrusted step's job: trace the candidate on placeholders of ``nki_inputs``' specs."""
+    state["arg_spec"] = arg_spec(nki_inputs)
+    return {"kernel_source": state["source"], "kernel_path": state["kernel_path"], "backend": state["backend"],
+            "target": state["target"], "args": state["arg_spec"]}
+
+
+def _finish_trace(state, outcome):
+    """Takes the trace's outcome: keeps the program and raises _NextPass with the first pass
+    (its inputs drawn meanwhile), or _Early with the candidate's failure."""
+    if not outcome.get("ok"):
+        error = outcome.get("error") or {}
+        raise _Early(error.get("kind", WORKER_ERROR), error.get("message", "the worker failed"),
+                     error.get("traceback", ""))
+    worker = outcome.get("result") or {}
+    theirs = worker.get("timings") if isinstance(worker.get("timings"), dict) else {}
+    timings = state["timings"]
+    for key in ("load_ms", "trace_ms"):
+        if isinstance(theirs.get(key), (int, float)) and not isinstance(theirs.get(key), bool):
+            timings["trace_" + key if key == "load_ms" else key] = float(theirs[key])
+    round_trip = state.get("round_trip_ms")
+    if round_trip is not None:
+        timings["trace_round_trip_ms"] = round_trip
+    if worker.get("error"):
+        error = worker["error"]
+        raise _Early(error.get("kind", R.RUNTIME_ERROR), error.get("message", ""), error.get("traceback", ""))
+    index = worker.get("program")
+    blobs = state.pop("trace_blobs")
+    if not isinstance(index, int) or not 0 <= index < len(blobs):
+        raise _Early(WORKER_ERROR, "the trace returned no program")
+    state["program"] = bytes(blobs[index])
+    timings.update(program_ops=worker.get("ops"), program_bytes=len(state["program"]))
+    state["tracing"] = False
+    job_blobs = []
+    start = time.perf_counter()
+    _start_references(state, state["passes"][0])
+    arg = _worker_job(state, 0, job_blobs)
+    _add(timings, "encode_ms", _ms(start))
+    state["worker_arg"] = arg
+    raise _NextPass({"module": "accelopt.sandbox.untrusted", "function": "run_kernel", "arg": arg}, job_blobs)
 
 
 def _hidden_reuse(request):
@@ -273,6 +342,16 @@ def _prepare_profile(request, options, blobs):
              "timed_run": timed_run, "passes": plan, "pass": 0, "judged": [], "deferred": None, "records": {},
              "worker": {"compiled": False, "latency_ms": None, "metrics": {}, "timing_error": None},
              "hidden_shared": hidden_shared}
+    state["device_rounds"] = []
+    if resolved != "neuron":
+        # Untrusted tracing first (no input values: shapes only); every set, the first pass's
+        # too, is drawn while the candidate is traced (issue 34, docs/isolation.md).
+        state["tracing"] = True
+        first = published[0][0] if published else hidden_draw
+        worker_arg = _trace_job(state, first.nki_inputs)
+        _draw_ahead(state, reference, [position for each in plan for position in each])
+        timings["prepare_ms"] = _ms(started)
+        return state, worker_arg
     start = time.perf_counter()
     _draw_ahead(state, reference, plan[0], now=True)
     _add(timings, "draw_ms", _ms(start))  # the first pass's sets are drawn on the critical path too
@@ -281,7 +360,6 @@ def _prepare_profile(request, options, blobs):
     _start_references(state, plan[0])
     worker_arg = _worker_job(state, 0, blobs)
     timings["encode_ms"] = _ms(start)
-    state["device_rounds"] = []
     state["worker_arg"] = worker_arg
     timings["prepare_ms"] = _ms(started)
     return state, worker_arg
@@ -326,8 +404,11 @@ def prepare(call, _blobs=()):
     result["input_shapes"] = R.input_shapes(drawn.nki_inputs)
     state["shared_inputs"] = sealed.enabled(call.get("options") or {})
     token = secrets.token_hex(12)
-    job, blobs = _shared_job(state, {"module": "accelopt.sandbox.untrusted", "function": "run_kernel",
-                                     "arg": worker_arg}, blobs, a_pass=True, pass_index=0)
+    if state.get("tracing"):
+        job = {"module": "accelopt.sandbox.untrusted", "function": "trace_kernel", "arg": worker_arg}
+    else:
+        job, blobs = _shared_job(state, {"module": "accelopt.sandbox.untrusted", "function": "run_kernel",
+                                         "arg": worker_arg}, blobs, a_pass=True, pass_index=0)
     state["sent"], state["sent_at"] = 0, {0: time.perf_counter()}
     with _states_lock:
         _states[token] = state
@@ -345,7 +426,7 @@ def ahead(call, _blobs=()):
     when the following pass was sent ahead. Never raises."""
     with _states_lock:
         state = _states.get(call.get("token"))
-    if state is None or state["backend"] == "neuron" or state["device_rounds"] \
+    if state is None or state["backend"] == "neuron" or state["device_rounds"] or state.get("tracing") \
             or state["sent"] + 1 >= len(state["passes"]):
         return {"none": True}, []
     index = state["sent"] + 1
@@ -557,6 +638,9 @@ class _NextPass(Exception):
 
 
 def _finish_profile(state, outcome, blobs, result):
+    if state.get("tracing"):
+        state["trace_blobs"] = blobs
+        _finish_trace(state, outcome)
     positions = state["passes"][state["pass"]]
     # A reference that fails is reported first, as before the kernel ran.
     _wait_for_references(state, positions)
@@ -851,7 +935,8 @@ def run_unisolated(request):
         job = _json.loads(_json.dumps(prepared["worker"]["arg"]))
         out_blobs = []
         try:
-            value, out_blobs = untrusted.run_kernel(job, [bytes(b) for b in blobs])
+            function = getattr(untrusted, prepared["worker"]["function"])  # trace_kernel, then run_kernel
+            value, out_blobs = function(job, [bytes(b) for b in blobs])
             outcome = {"ok": True, "result": _json.loads(_json.dumps(value)), "integrity": []}
         except Exception as exc:  # noqa: BLE001 - reported like a worker failure
             outcome = {"ok": False, "error": {"kind": WORKER_ERROR, "message": f"{type(exc).__name__}: {exc}"}}

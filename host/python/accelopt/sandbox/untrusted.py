@@ -27,6 +27,7 @@ from . import codec
 SANDBOX_VIOLATION = "sandbox_violation"
 OUT_OF_MEMORY = "out_of_memory"
 CRASH = "crash"
+FORBIDDEN_ACCESS = "forbidden_access"
 
 _DENIED_ERRNOS = (errno.EPERM, errno.EACCES)
 
@@ -39,11 +40,17 @@ class KernelFailure(Exception):
         self.kind, self.message, self.tb = kind, message, tb
 
 
+def _program_error():
+    from nki_emu.program.values import ProgramError
+    return ProgramError
+
+
 def classify(exc, kernel_path, default_kind, backend=None):
     """Maps an exception raised by candidate code to (kind, message).
 
     MemoryError -> out_of_memory; an OSError with EPERM/EACCES (what seccomp
-    and Landlock answer) -> sandbox_violation; SystemExit -> crash;
+    and Landlock answer) -> sandbox_violation; SystemExit -> crash; a program the
+    replayer refuses (nki_emu.program.ProgramError) -> forbidden_access;
     NKICompileError -> compile_error; the backend's own kinds
     (``Backend.error_kind``: unwritten_output); anything else -> ``default_kind``. The
     message is led by the kernel's file:line where known.
@@ -54,6 +61,8 @@ def classify(exc, kernel_path, default_kind, backend=None):
         kind = SANDBOX_VIOLATION
     elif isinstance(exc, SystemExit):
         kind = CRASH
+    elif isinstance(exc, _program_error()):
+        kind = FORBIDDEN_ACCESS  # only a tampered trace makes a program the replayer refuses
     elif backend is not None and backend.error_kind(exc):
         kind = backend.error_kind(exc)
     else:
@@ -224,6 +233,88 @@ def _run_one_by_one(request, backend, kernel, blobs, out, out_blobs, timings):
             timings["trace_replay_ms"] = (time.perf_counter() - start) * 1e3
 
 
+def _program_kernel(request, blobs):
+    """The kernel a request's program describes (``request["program"]``: index of the
+    blob holding it). Raises KernelFailure(forbidden_access) for a program that is not
+    valid: only a tampered trace makes one."""
+    from nki_emu import program
+    index = request["program"]
+    if not isinstance(index, int) or not 0 <= index < len(blobs):
+        raise KernelFailure("worker_error", "the request names no program attachment")
+    try:
+        return program.kernel_from(bytes(blobs[index]))
+    except program.ProgramError as exc:
+        raise KernelFailure(FORBIDDEN_ACCESS, f"the kernel's program is not valid: {exc}") from exc
+
+
+def _placeholder(spec):
+    """A kernel argument for tracing from its spec (accelopt.sandbox.trusted.arg_spec): an
+    array of zeros of the spec's dtype and shape, the literal otherwise."""
+    if isinstance(spec, dict) and "array" in spec:
+        dtype, shape = spec["array"]
+        return np.zeros(tuple(int(d) for d in shape), dtype=np.dtype(dtype))
+    if isinstance(spec, dict) and "seq" in spec:
+        items = [_placeholder(v) for v in spec["seq"]]
+        return items if spec.get("list") else tuple(items)
+    return spec
+
+
+@codec.packed
+def trace_kernel(request, _blobs=()):
+    """Traces a candidate into its program (nki_emu.program): the untrusted step.
+
+    ``request``: ``kernel_source``, ``kernel_path``, ``target``, ``args`` (the
+    kernel's argument specs: ``{"array": [dtype, shape]}``, ``{"seq": [...],
+    "list": bool}`` or a JSON scalar). The kernel runs once on arrays of zeros:
+    no input value is ever in this process. Returns ``({"program": 0 | None,
+    "ops": int, "error": None | {"kind", "message", "traceback"}, "timings":
+    {"load_ms", "trace_ms", "peak_rss_bytes"}}, [program JSON bytes])``.
+    """
+    from nki_emu import program
+    out = {"program": None, "ops": 0, "error": None, "timings": {}}
+    module_name = []
+    path = request["kernel_path"]
+    start = time.perf_counter()
+    try:
+        backend = _prepared_backend(request)
+    except KernelFailure as failure:
+        out["error"] = {"kind": failure.kind, "message": failure.message, "traceback": failure.tb}
+        return out, []
+    try:
+        args = [_placeholder(spec) for spec in request["args"]]
+    except (TypeError, ValueError, KeyError) as exc:
+        out["error"] = {"kind": "worker_error", "message": f"malformed argument specs: {exc}", "traceback": ""}
+        return out, []
+
+    def load():
+        kernel, name = load_kernel_source(request["kernel_source"], path)
+        module_name.append(name)
+        out["timings"]["load_ms"] = (time.perf_counter() - start) * 1e3
+        return kernel
+
+    try:
+        with np.errstate(all="ignore"):
+            recorded = program.record(load, args, path, request.get("target", "trn1"))
+        data = program.dumps(recorded)
+        out.update(program=0, ops=len(recorded["ops"]))
+        return out, [data]
+    except KernelFailure as failure:
+        out["error"] = {"kind": failure.kind, "message": failure.message, "traceback": failure.tb}
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the candidate's failure, classified
+        if isinstance(exc, program.ProgramError):
+            text = str(exc) if exc.line is None else f"{path}:{exc.line}: {exc}"
+            out["error"] = {"kind": R.RUNTIME_ERROR, "message": text, "traceback": R.format_exception(exc)}
+            return out, []
+        kind, message = classify(exc, path, R.RUNTIME_ERROR, backend)
+        out["error"] = {"kind": kind, "message": message, "traceback": R.format_exception(exc)}
+    finally:
+        for name in module_name:
+            sys.modules.pop(name, None)
+        out["timings"]["trace_ms"] = (time.perf_counter() - start) * 1e3
+        out["timings"]["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return out, []
+
+
 @codec.packed
 def run_kernel(request, blobs):
     """Runs a candidate on the given input sets; returns what the host needs to judge it.
@@ -257,7 +348,10 @@ def run_kernel(request, blobs):
     try:
         backend = _prepared_backend(request)
         start = time.perf_counter()
-        kernel, module_name = load_kernel_source(request["kernel_source"], request["kernel_path"])
+        if "program" in request:  # trusted execution: the traced program, no candidate code
+            kernel = _program_kernel(request, blobs)
+        else:
+            kernel, module_name = load_kernel_source(request["kernel_source"], request["kernel_path"])
         timings["load_ms"] = (time.perf_counter() - start) * 1e3
         batched = request.get("batch", True) and getattr(backend, "batches", False) and len(request["runs"]) > 0
         if batched:

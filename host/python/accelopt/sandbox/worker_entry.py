@@ -88,6 +88,8 @@ def _start_emulator():
     import neuronxcc.nki.typing  # noqa: F401
     for name in ("targets", "formulas", "metrics", "residency", "scheduler", "tracer"):
         importlib.import_module("nki_emu.cost." + name)
+    for name in ("recorder", "replay", "values"):  # tracing (untrusted) and replaying (trusted) programs
+        importlib.import_module("nki_emu.program." + name)
     warm_up(None)  # lazy imports and caches, once, in the zygote
 
 
@@ -165,8 +167,14 @@ def warm_up(info):
         # set), so the warm-up takes the same (batched) path and the pages the
         # worker learns from it (host/src/worker/prefault.h) are a candidate's.
         runs = [[codec.encode(np.full((128, 64), i, np.float32), blobs)] for i in range(WARM_UP_SETS)]
-        out, _ = untrusted.run_kernel({"kernel_source": _WARM_UP_SOURCE, "kernel_path": "<accelopt-warm-up>",
-                                       "runs": runs, "timed_run": WARM_UP_SETS - 1}, [bytes(b) for b in blobs])
+        # A candidate's two steps: traced (untrusted), then its program run (trusted; issue 34).
+        traced, program = untrusted.trace_kernel({"kernel_source": _WARM_UP_SOURCE, "kernel_path": "<accelopt-warm-up>",
+                                                  "args": [{"array": ["<f4", [128, 64]]}]})
+        if traced.get("error"):
+            return traced["error"].get("kind")
+        out, _ = untrusted.run_kernel({"program": len(blobs), "kernel_path": "<accelopt-warm-up>",
+                                       "runs": runs, "timed_run": WARM_UP_SETS - 1},
+                                      [bytes(b) for b in blobs] + [bytes(program[0])])
         if _digests is not None and not _native_content_check:
             integrity.compare_digests(_digests)
         return (out.get("error") or {}).get("kind")
