@@ -24,6 +24,7 @@ from .values import CONSTANT_BYTES, ProgramError, encode, is_literal_type
 _PLAIN_TYPES = frozenset({type(None), bool, int, float, str})
 _LITERAL_TYPES = {}  # type -> whether its values are literals (cached is_literal_type)
 _new_handle = object.__new__
+_NO = object()  # an operand that rules out the memo of pure operations
 
 # Operators a handle records: name -> the operator the replayer applies.
 BINARY = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or", "xor",
@@ -189,6 +190,10 @@ class Recorder:
         self.saved_modules = None
         self.tensors = {}  # id(emulator tensor) -> (weak reference, handle number): liveness releases name them
         self.memo = {}  # pure operation -> the handle of its result (see _pure)
+        from .. import namespaces
+        from ..index_expr import IndexExpr, Predicate
+        self.index_types = frozenset({IndexExpr, Predicate})
+        self.arange = namespaces.LANGUAGE.arange
 
     # --- values -------------------------------------------------------------------------
     def encode(self, value):
@@ -292,21 +297,58 @@ class Recorder:
             return {"t": [p[0] for p in parts]}, tuple(p[1] for p in parts)
         return self.encode(value), self.unwrap(value)
 
+    def _key(self, value):
+        """A hashable key of an operand for :meth:`_pure` (handles as ("h", n), literals with
+        their type where == would confuse them), or _NO when the operand rules the memo out.
+        Runs for every operator a traced kernel applies: loops, early exits."""
+        kind = type(value)
+        if kind is Handle:
+            return ("h", value._hid) if type(value._obj) in self.index_types else _NO
+        if kind is int or value is None:
+            return value
+        if kind is tuple:
+            out = ["t"]
+            for item in value:
+                part = self._key(item)
+                if part is _NO:
+                    return _NO
+                out.append(part)
+            return tuple(out)
+        if kind is slice:
+            out = ["sl"]
+            for item in (value.start, value.stop, value.step):
+                part = self._key(item)
+                if part is _NO:
+                    return _NO
+                out.append(part)
+            return tuple(out)
+        if kind is float or kind is bool or kind is str:
+            return (kind.__name__, value)
+        return _NO
+
     def _pure(self, key, run):
         """A pure operation on index expressions (nl.arange, their arithmetic and
         indexing: immutable values) repeated with the same operands gives the handle of
         its first result: nothing is recorded, and the program is shorter."""
+        if key is _NO:
+            return run()
         hit = self.memo.get(key)
         if hit is not None:
             return hit
         value = run()
         if len(self.memo) >= MEMO_SIZE:
             self.memo.clear()
-        if type(value) is Handle or type(value) is tuple:
+        if type(value) is Handle and type(value._obj) in self.index_types:
             self.memo[key] = value
         return value
 
     def call(self, handle, args, kwargs):
+        if handle._obj is self.arange and not kwargs:
+            key = self._key(args)
+            return self._pure(_NO if key is _NO else ("arange", key), lambda: self._call(handle, args, kwargs))
+        return self._call(handle, args, kwargs)
+
+    def _call(self, handle, args, kwargs):
         both = [self._both(a) for a in args]
         encoded = [b[0] for b in both]
         real_args = [b[1] for b in both]
@@ -317,25 +359,20 @@ class Recorder:
             encoded_kw.append([k, e])
             real_kwargs[k] = r
         target = handle._obj
-
-        def run():
-            return self._record(["c", handle._hid, encoded, encoded_kw], lambda: target(*real_args, **real_kwargs), args)
-        if target is _ARANGE[0] and not kwargs:
-            return self._pure(("c", handle._hid, repr(encoded)), run)
-        return run()
+        return self._record(["c", handle._hid, encoded, encoded_kw], lambda: target(*real_args, **real_kwargs), args)
 
     def op(self, name, args):
+        if name in _PURE_OPERATORS:
+            key = self._key(args)
+            return self._pure(_NO if key is _NO else (name, key), lambda: self._op(name, args))
+        return self._op(name, args)
+
+    def _op(self, name, args):
         both = [self._both(a) for a in args]
         encoded = [b[0] for b in both]
         real = [b[1] for b in both]
         fn = OPERATORS[name]
-
-        def run():
-            return self._record(["o", name, encoded], lambda: fn(*real), args)
-        if name in _PURE_OPERATORS and any(type(r) in _INDEX_TYPES[0] for r in real) \
-                and all(type(r) in _INDEX_TYPES[0] or type(a) is not Handle for a, r in zip(args, real)):
-            return self._pure(("o", name, repr(encoded)), run)
-        return run()
+        return self._record(["o", name, encoded], lambda: fn(*real), args)
 
     def released(self, root, blocks):
         """Liveness freed ``blocks`` of ``root`` (nki_emu.liveness): the replayer does the same here."""
@@ -380,24 +417,6 @@ class _LazyType(list):
 _TENSOR_TYPE = _LazyType()  # NkiTensor, imported on first use (import order)
 
 
-class _LazyIndexTypes(list):
-    def __getitem__(self, index):
-        if not len(self):
-            from ..index_expr import IndexExpr, Predicate
-            self.append(frozenset({IndexExpr, Predicate}))
-        return list.__getitem__(self, index)
-
-
-class _LazyArange(list):
-    def __getitem__(self, index):
-        if not len(self):
-            from .. import namespaces
-            self.append(namespaces.LANGUAGE.arange)
-        return list.__getitem__(self, index)
-
-
-_INDEX_TYPES = _LazyIndexTypes()
-_ARANGE = _LazyArange()
 _PURE_OPERATORS = frozenset(BINARY + COMPARE + UNARY + ("getitem",))
 MEMO_SIZE = 4096
 
