@@ -19,7 +19,8 @@ constexpr const char* kProfileParams = R"JSON({
   "screen_seeds": {"type": "integer", "default": 0, "doc": "screen-then-confirm (docs/search.md): N >= 1 checks the first N seeds (plus the hidden set, which is timed) first, and the remaining seeds only when the screened latency is below confirm_below_ms; 0 (or N >= len(seeds)) = every seed in one call"},
   "confirm_below_ms": {"type": "any", "doc": "with screen_seeds: confirm a candidate that passed the screen iff its latency (ms) is strictly below this; null = confirm every candidate that passes the screen"},
   "screen_hidden_only": {"type": "boolean", "default": false, "doc": "with screen_seeds >= 1: the screen runs the hidden input set alone (one emulated run, timed; no published seed) and a confirmation checks every published seed (worker isolation only: in-process, screen_seeds applies)"},
-  "hidden_reuse": {"type": "integer", "default": 1, "doc": "calls of the same reference one hidden input set may serve (1..64; worker isolation; docs/isolation.md, R1): 1 = a fresh set for every call; with screen_seeds only the screens share sets, a confirmation always draws a fresh one"}
+  "hidden_reuse": {"type": "integer", "default": 1, "doc": "calls of the same reference one hidden input set may serve (1..64; worker isolation; docs/isolation.md, R1): 1 = a fresh set for every call; with screen_seeds only the screens share sets, a confirmation always draws a fresh one"},
+  "static_checks": {"type": "boolean", "default": true, "doc": "the anti-cheat source rules S1-S4 as a first filter with clear errors (worker isolation); the trusted evaluation does not depend on them (docs/isolation.md)"}
 })JSON";
 
 constexpr const char* kReportParams = R"JSON({

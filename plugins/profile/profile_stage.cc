@@ -34,7 +34,8 @@ json RunProfile(StageContext& ctx) {
   const std::string isolation = ctx.Param<std::string>("isolation");
   if (isolation != "worker" && isolation != "inprocess")
     throw accelopt::sdk::StageFailure("config_error", "isolation must be 'worker' or 'inprocess', got '" + isolation + "'");
-  json limits = {{"isolation", isolation}, {"timeout_s", ctx.Param<double>("timeout_s")}};
+  json limits = {{"isolation", isolation}, {"timeout_s", ctx.Param<double>("timeout_s")},
+                 {"static_checks", ctx.Param<bool>("static_checks")}};
   if (const int64_t memory_bytes = ctx.Param<int64_t>("memory_bytes"); memory_bytes > 0) limits["memory_bytes"] = memory_bytes;
   ScreenPlan plan;
   plan.screen_seeds = static_cast<int>(ctx.Param<int64_t>("screen_seeds"));

@@ -202,6 +202,45 @@ TEST_CASE("a run in which no candidate works still ends with a clear report", "[
   CHECK_THAT(ReadFile(run_dir / "optimize_report.md"), Catch::Contains("baseline kept"));
 }
 
+TEST_CASE("an LLM reply that rewrites its own latency or computes outside the instruction stream never wins",
+          "[optimize][e2e][isolation]") {
+  // Issue 34. The source rules are switched off (vars.static_checks=false): what holds is the
+  // trusted evaluation, where the candidate's process only traces its program.
+  TempDir dir;
+  ScriptedLlmServer server([](const json& body) -> std::string {
+    const std::string role = Role(body), user = body["messages"][1]["content"];
+    if (role == "planner") {
+      if (user.find("planner 1 of") != std::string::npos) return "PLAN: flatter the clock\nOne silu activation per tile.";
+      return "PLAN: numpy outputs\nNo instructions at all.";
+    }
+    if (role == "executor") return Fenced(user.find("flatter the clock") != std::string::npos ? kFlatteringSilu : kNumpySilu);
+    return "TITLE: none\nDESCRIPTION:\nnone\n";
+  });
+  const auto run_dir = dir.path() / "run";
+  auto result = RunHost(With(BaseArgs(run_dir), {"vars.iterations=1", "vars.plans=2", "vars.samples=1",
+                                                 "vars.static_checks=false", "llm.default.base_url=" + server.BaseUrl(),
+                                                 "llm.default.model=fake-model"}));
+  INFO(result.output);
+  json report = ReadJson(run_dir / "optimize_report.json");
+  REQUIRE(report["rows"].size() == 1);
+  const json& row = report["rows"][0];
+  // The flattering kernel is a real fused silu: it may win, at its honest latency only.
+  CHECK(row["speedup"].get<double>() < 3.0);
+  CHECK(row["best_latency_ms"].get<double>() > 0.2 * row["original_latency_ms"].get<double>());
+  std::map<std::string, int> kinds;
+  int correct = 0;
+  for (const auto& r : JsonLines(run_dir / "optimize" / "records.jsonl")) {
+    if (r["status"] == "failed") ++kinds[r["error"]["kind"].get<std::string>()];
+    if (r["status"] == "ok") {
+      ++correct;
+      CHECK(r["latency_ms"].get<double>() > 0.2 * row["original_latency_ms"].get<double>());
+      CHECK_FALSE(r.dump().find("flattered") != std::string::npos);
+    }
+  }
+  CHECK(kinds["unwritten_output"] == 1);  // the NumPy outputs are not in its program
+  CHECK(correct >= 1);
+}
+
 TEST_CASE("without an LLM the same pipeline runs rule-based and improves a kernel", "[optimize][e2e]") {
   TempDir dir;
   const auto run_dir = dir.path() / "run";

@@ -165,6 +165,69 @@ def kernel(x):
     return out
 )PY";
 
+/// kFusedSilu that also reaches the harness through an emulator function's globals (a star
+/// import and a class pattern reading __globals__, the static scan's old blind spots) and
+/// replaces the emulator backend's timing with 1e-6 ms (issue 34: it won an optimize run at
+/// 46,918x when the candidate's process computed its own latency).
+inline const char* kFlatteringSilu = R"PY(from operator import *
+
+import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+
+P = 128
+TILE_N = 512
+
+
+def _flatter():
+    function = attrgetter("load")(nl)
+    function = getattr(function, "_obj", function)
+    function = getattr(function, "__wrapped__", function)
+    match function:
+        case object(__globals__=namespace):
+            modules = namespace["sys"].modules
+            backend = modules.get("accelopt.backends.emulator")
+            if backend is not None:
+                backend.EmulatorBackend.timing_of = lambda self, profile: (1e-6, {"flattered": True})
+
+
+@nki.jit
+def kernel(x):
+    _flatter()
+    M, N = x.shape
+    out = nl.ndarray((M, N), dtype=x.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(M // P):
+        for j in nl.affine_range(N // TILE_N):
+            x_tile = nl.load(x[i * P:(i + 1) * P, j * TILE_N:(j + 1) * TILE_N])
+            y_tile = nisa.activation(op=nl.silu, data=x_tile)
+            nl.store(out[i * P:(i + 1) * P, j * TILE_N:(j + 1) * TILE_N], value=y_tile)
+    return out
+)PY";
+
+/// A silu that computes its output in NumPy through the emulator's tensor internals and
+/// marks it written, issuing no instruction for it (issue 34).
+inline const char* kNumpySilu = R"PY(import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+def _tensors():
+    function = getattr(nl.load, "_obj", nl.load)
+    function = getattr(function, "__wrapped__", function)
+    match function:
+        case object(__globals__=namespace):
+            return namespace["sys"].modules["nki_emu.tensor"]
+
+
+@nki.jit
+def kernel(x):
+    M, N = x.shape
+    out = nl.ndarray((M, N), dtype=x.dtype, buffer=nl.shared_hbm)
+    tensors = _tensors()
+    values = tensors.values(getattr(x, "_obj", x))
+    tensors.write(getattr(out, "_obj", out), values / (1 + 2.718281828459045 ** -values))
+    return out
+)PY";
+
 inline std::vector<std::string> TextLines(const std::string& text) {
   std::vector<std::string> lines;
   std::istringstream in(text);
