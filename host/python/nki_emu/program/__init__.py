@@ -34,6 +34,7 @@ An outcome is ``{"h": n}`` (a new handle), ``{"=": literal}`` (checked on
 replay), ``{"t"|"l": [outcomes]}``, or ``{"raise": "ExceptionName"}`` (the
 kernel caught it; it must be raised again).
 """
+import gc
 import inspect
 import json
 import sys
@@ -78,6 +79,10 @@ def record(load, args, kernel_file, target="trn1"):
     import nki_emu
     from .recorder import ROOT_NAMES, Recorder, _function
     nki_emu.install()
+    # The cyclic collector would rescan the growing program (hundreds of thousands of
+    # containers) again and again; a trace holds no values, so what cycles it makes are small.
+    collecting = gc.isenabled()
+    gc.disable()
     recorder = Recorder(kernel_file)
     recorder.install({name: sys.modules[name] for name in ROOT_NAMES})
     try:
@@ -113,6 +118,8 @@ def record(load, args, kernel_file, target="trn1"):
                                     members=0, trace_member=0, batched=True)
     finally:
         recorder.uninstall()
+        if collecting:
+            gc.enable()
     return {"format": FORMAT, "version": VERSION, "kernel_file": kernel_file,
             "name": getattr(fn, "__name__", "kernel"),
             "params": [{"name": p.name, "annotation": _annotation(p.annotation)} for p in params],

@@ -19,6 +19,7 @@ program depends on data, which NKI does not allow (``ProgramDivergence``). The
 replayer drops each result after its last use, so tiles die as early as in the
 kernel, and performs the liveness releases the trace recorded.
 """
+import gc
 import inspect
 import json
 import types
@@ -348,7 +349,16 @@ def parse(data):
 def kernel_from(data):
     """A function that runs the program in ``data`` (bytes, str or parsed dict) when
     ``nki_emu.run``/``run_batched`` call it as a kernel. Raises ProgramError."""
-    replayer = Replayer(parse(data) if isinstance(data, (bytes, bytearray, memoryview, str)) else data)
+    # Parsed with the cyclic collector off, then frozen: the program's many small containers
+    # live as long as the replay, and rescanning them at every collection cost more than parsing.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        replayer = Replayer(parse(data) if isinstance(data, (bytes, bytearray, memoryview, str)) else data)
+    finally:
+        gc.freeze()
+        if collecting:
+            gc.enable()
 
     def replayed_kernel(*args):
         return replayer.run(args)
