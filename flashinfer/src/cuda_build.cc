@@ -140,6 +140,45 @@ std::string ShimIncludeDir() {
   return ACCELOPT_FIB_SHIM_DIR;
 }
 
+std::string BuildSandbox() {
+  if (!Env("ACCELOPT_FIB_SANDBOX").empty()) return Env("ACCELOPT_FIB_SANDBOX");
+  return ACCELOPT_FIB_SANDBOX;
+}
+
+namespace {
+
+// The launcher's argv for `program` run confined (flashinfer/tools/build_sandbox.cc):
+// the toolkit and the system's compilers executable, `read` readable, `write`
+// writable, and an environment that names only the toolkit, the system's
+// binaries and the build's own folders (no API key, no NVCC_*_FLAGS, no
+// LD_PRELOAD from the host).
+std::vector<std::string> Confined(const CudaToolkit& kit, const std::string& launcher,
+                                  const std::vector<std::string>& read, const fs::path& write, double timeout_s,
+                                  const std::vector<std::string>& program) {
+  std::vector<std::string> argv = {launcher};
+  std::vector<std::string> exec = {"/usr/bin", "/usr/lib", "/usr/lib64", "/usr/libexec", "/bin", "/lib", "/lib64"};
+  if (!kit.root.empty()) exec.insert(exec.begin(), kit.root);
+  for (const auto& p : exec) argv.insert(argv.end(), {"--exec", p});
+  // The system headers, the loader's cache, then the build's own inputs.
+  for (const auto& p : {std::string("/usr/include"), std::string("/etc/ld.so.cache")}) argv.insert(argv.end(), {"--read", p});
+  for (const auto& p : read) argv.insert(argv.end(), {"--read", p});
+  argv.insert(argv.end(), {"--write", write.string(), "--write", "/dev/null"});
+  std::string path = (kit.root.empty() ? "" : kit.root + "/bin:") + "/usr/bin:/bin";
+  for (const auto& e : {"PATH=" + path, "HOME=" + write.string(), "TMPDIR=" + (write / "tmp").string(),
+                        std::string("LANG=C"), std::string("LC_ALL=C")})
+    argv.insert(argv.end(), {"--env", e});
+  argv.insert(argv.end(), {"--cpu-seconds", std::to_string(static_cast<long long>(timeout_s) + 1), "--"});
+  argv.insert(argv.end(), program.begin(), program.end());
+  return argv;
+}
+
+// The launcher refused to start the program (no Landlock): not the solution's fault.
+bool SandboxRefused(int rc, const std::string& output) {
+  return rc == 125 && output.find("accelopt-fib-sandbox:") != std::string::npos;
+}
+
+}  // namespace
+
 CudaBuild BuildCudaSolution(const Solution& solution, const std::string& dir_text, const CudaBuildOptions& options) {
   CudaBuild build;
   auto start = std::chrono::steady_clock::now();
@@ -157,11 +196,21 @@ CudaBuild BuildCudaSolution(const Solution& solution, const std::string& dir_tex
     build.log = "no CUDA toolkit: nvcc not found (searched " + kit.searched + "; set ACCELOPT_NVCC or CUDA_HOME)";
     return finish();
   }
+  std::string launcher = options.sandbox.empty() ? BuildSandbox() : options.sandbox;
+  if (!Executable(launcher)) {
+    build.no_toolkit = true;
+    build.log = "the build sandbox " + launcher + " is missing: not building unconfined (set ACCELOPT_FIB_SANDBOX)";
+    return finish();
+  }
+  // src/ holds the sources (read-only for the compiler), out/ is the only folder it may write.
   fs::path dir = fs::absolute(dir_text);
   fs::path src = dir / "src";
+  fs::path out_dir = dir / "out";
   std::error_code ec;
   fs::remove_all(src, ec);
+  fs::remove_all(out_dir, ec);
   fs::create_directories(src, ec);
+  fs::create_directories(out_dir / "tmp", ec);
   std::vector<std::string> cuda_files, host_files;
   for (const auto& f : solution.sources) {
     fs::path rel = fs::path(f.path).lexically_normal();
@@ -185,7 +234,7 @@ CudaBuild BuildCudaSolution(const Solution& solution, const std::string& dir_tex
     build.log = "no .cu, .cpp, .cc, .cxx or .c source to build";
     return finish();
   }
-  build.library = (dir / "solution.so").string();
+  build.library = (out_dir / "solution.so").string();
   build.symbol = "accelopt_fib_export_" + solution.spec.EntrySymbol();
   std::vector<std::string> argv = {kit.nvcc, "-shared", "-Xcompiler", "-fPIC", "-std=c++17", "-O3",
                                    "-arch=" + options.arch, "-I" + ShimIncludeDir(), "-I" + src.string()};
@@ -196,8 +245,13 @@ CudaBuild BuildCudaSolution(const Solution& solution, const std::string& dir_tex
                            "-lcublas"});
   for (const auto& a : argv) build.command += (build.command.empty() ? "" : " ") + a;
   std::string out;
-  int rc = RunProcess(argv, options.timeout_s, &out, src.string());
+  int rc = RunProcess(Confined(kit, launcher, {ShimIncludeDir(), src.string()}, out_dir, options.timeout_s, argv),
+                      options.timeout_s, &out, src.string());
   build.log = out;
+  if (SandboxRefused(rc, out)) {
+    build.no_toolkit = true;
+    return finish();
+  }
   if (rc == 124) {
     build.log += "\nnvcc timed out after " + std::to_string(static_cast<int>(options.timeout_s)) + " s";
     return finish();
@@ -207,9 +261,11 @@ CudaBuild BuildCudaSolution(const Solution& solution, const std::string& dir_tex
     return finish();
   }
   // The entry symbol must be exported (FIB looks it up in the loaded module).
+  // nm reads the library the solution's build made: confined as well.
   std::string nm_out;
-  if (RunProcess({"nm", "-D", "--defined-only", build.library}, 60, &nm_out) == 0 &&
-      nm_out.find(build.symbol) == std::string::npos) {
+  int nm_rc = RunProcess(Confined(kit, launcher, {}, out_dir, 60, {"/usr/bin/nm", "-D", "--defined-only", build.library}),
+                         60, &nm_out);
+  if (nm_rc == 0 && nm_out.find(build.symbol) == std::string::npos) {
     build.log += "\nthe library exports no " + solution.spec.EntrySymbol() + " (TVM_FFI_DLL_EXPORT_TYPED_FUNC(" +
                  solution.spec.EntrySymbol() + ", ...) missing)";
     return finish();

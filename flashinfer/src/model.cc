@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 namespace accelopt::fib {
 namespace {
@@ -58,6 +59,14 @@ class Reader {
     }
     const auto& s = v->get_ref<const std::string&>();
     if (non_empty && s.empty()) Fail(key, "must be a non-empty string");
+    return s;
+  }
+  // A required name that will become a path component (NameProblem).
+  std::string Name(const std::string& key) {
+    const ojson* v = Get(key);
+    std::string s = Str(key, true, true);
+    if (v != nullptr && v->is_string() && !s.empty())
+      if (auto why = NameProblem(s)) Fail(key, *why);
     return s;
   }
   std::optional<std::string> OptStr(const std::string& key) {
@@ -247,6 +256,27 @@ std::string FormatDouble(double v) {
 
 }  // namespace
 
+std::optional<std::string> NameProblem(const std::string& name) {
+  constexpr size_t kMaxLength = 128;
+  auto quoted = [&name]() { return DumpCompact(ojson(name)); };  // NUL and control bytes escaped
+  if (name.empty()) return "must not be empty";
+  if (name.size() > kMaxLength)
+    return "must be at most " + std::to_string(kMaxLength) + " characters, got " + std::to_string(name.size());
+  if (name.find("..") != std::string::npos) return "must not contain '..', got " + quoted();
+  auto plain = [](unsigned char c) { return (c < 0x80 && std::isalnum(c)) || c == '_'; };
+  bool ok = plain(static_cast<unsigned char>(name[0]));
+  for (unsigned char c : name) ok = ok && (plain(c) || c == '-' || c == '.' || c == '+');
+  if (!ok)
+    return "must be a plain name (ASCII letters, digits, '_', '-', '.', '+'; not starting with '.', '-' or '+'), "
+           "got " + quoted();
+  return std::nullopt;
+}
+
+const std::string& PathComponent(const std::string& name, const std::string& field) {
+  if (auto why = NameProblem(name)) throw std::invalid_argument(field + ": " + *why);
+  return name;
+}
+
 size_t ErrorCount(const Problems& problems) {
   return static_cast<size_t>(
       std::count_if(problems.begin(), problems.end(), [](const Problem& p) { return p.level == Problem::kError; }));
@@ -367,8 +397,8 @@ std::optional<Definition> ParseDefinition(const ojson& j, const std::string& fil
   Reader r(j, file, problems, where);
   if (!r.IsObject()) return std::nullopt;
   Definition d;
-  d.name = r.Str("name", true, true);
-  d.op_type = r.Str("op_type", true, true);
+  d.name = r.Name("name");
+  d.op_type = r.Name("op_type");
   if (auto axes = ParseNamed<Axis>(r, "axes", ParseAxis)) d.axes = std::move(*axes);
   if (auto inputs = ParseNamed<TensorSpec>(r, "inputs", ParseTensorSpec)) d.inputs = std::move(*inputs);
   if (auto outputs = ParseNamed<TensorSpec>(r, "outputs", ParseTensorSpec)) d.outputs = std::move(*outputs);
@@ -452,9 +482,9 @@ std::optional<Solution> ParseSolution(const ojson& j, const std::string& file, P
   Reader r(j, file, problems, where);
   if (!r.IsObject()) return std::nullopt;
   Solution s;
-  s.name = r.Str("name", true, true);
-  s.definition = r.Str("definition", true, true);
-  s.author = r.Str("author", true, true);
+  s.name = r.Name("name");
+  s.definition = r.Name("definition");
+  s.author = r.Name("author");
   if (const ojson* spec = r.Required("spec")) {
     Reader sr(*spec, file, problems, r.Where("spec"));
     if (sr.IsObject()) {
@@ -593,7 +623,7 @@ std::optional<Trace> ParseTrace(const ojson& j, const std::string& file, Problem
   Reader r(j, file, problems, where);
   if (!r.IsObject()) return std::nullopt;
   Trace t;
-  t.definition = r.Str("definition", true, true);
+  t.definition = r.Name("definition");
   if (const ojson* w = r.Required("workload")) {
     if (auto workload = ParseWorkload(*w, file, problems, r.Where("workload"))) {
       t.workload = std::move(*workload);
@@ -659,6 +689,7 @@ void CheckSolution(const Solution& s, const std::string& file, Problems* problem
     const std::string& path = s.sources[i].path;
     std::string field = Join(where, "sources[" + std::to_string(i) + "].path");
     if (!path.empty() && path[0] == '/') Add(problems, file, field, "must be a relative path, got '" + path + "'");
+    if (path.find('\0') != std::string::npos) Add(problems, file, field, "must not contain a NUL byte");
     if (HasParentRef(path)) Add(problems, file, field, "must not contain '..', got '" + path + "'");
     if (!seen.insert(path).second) Add(problems, file, field, "duplicate source path '" + path + "'");
   }

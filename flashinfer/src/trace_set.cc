@@ -111,16 +111,22 @@ std::string TraceSet::BlobPath(const std::string& path) const {
   return (fs::path(root) / p).lexically_normal().string();
 }
 
+// Both paths are built from names only after PathComponent accepted each one.
 std::string TraceSet::SolutionPath(const Solution& solution) const {
   const Definition* d = FindDefinition(solution.definition);
-  std::string op_type = d ? d->op_type : "unknown";
-  if (layout == "accelopt") return "solutions/" + op_type + "/" + solution.definition + "/" + solution.name + ".json";
-  return "solutions/" + solution.author + "/" + op_type + "/" + solution.definition + "/" + solution.name + ".json";
+  const std::string op_type = PathComponent(d ? d->op_type : "unknown", "definition.op_type");
+  const std::string& def = PathComponent(solution.definition, "solution.definition");
+  const std::string& name = PathComponent(solution.name, "solution.name");
+  if (layout == "accelopt") return "solutions/" + op_type + "/" + def + "/" + name + ".json";
+  return "solutions/" + PathComponent(solution.author, "solution.author") + "/" + op_type + "/" + def + "/" + name +
+         ".json";
 }
 
 std::string TraceSet::TracePath(const std::string& author, const Definition& definition) const {
-  if (layout == "accelopt") return "traces/" + definition.op_type + "/" + definition.name + ".jsonl";
-  return "traces/" + author + "/" + definition.op_type + "/" + definition.name + ".jsonl";
+  const std::string& op_type = PathComponent(definition.op_type, "definition.op_type");
+  const std::string& name = PathComponent(definition.name, "definition.name");
+  if (layout == "accelopt") return "traces/" + op_type + "/" + name + ".jsonl";
+  return "traces/" + PathComponent(author, "solution.author") + "/" + op_type + "/" + name + ".jsonl";
 }
 
 TraceSet LoadTraceSet(const std::string& root_text, const LoadOptions& options) {

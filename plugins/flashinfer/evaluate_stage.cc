@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <map>
 #include <numeric>
+#include <stdexcept>
 
 #include "common.h"
 #include "flashinfer/cuda_build.h"
@@ -35,6 +36,7 @@ struct Config {
   double atol = 1e-2, rtol = 1e-2, timeout_s = 300;
   json required_ratio;  // null: FIB's default for the definition
   int64_t memory_bytes = 0;
+  int64_t max_workload_bytes = 0;  // 0: accelopt.fib.inputs.default_workload_bytes()
   std::string isolation = "worker", dps_missing = "auto", cuda_arch = "sm_90a";
   std::string layout = "current";
 };
@@ -200,6 +202,8 @@ json RunFibEvaluate(accelopt::sdk::StageContext& ctx) {
                                                                          : json(nullptr);
   c.timeout_s = ctx.Param<double>("timeout_s");
   c.memory_bytes = ctx.Param<int64_t>("memory_bytes");
+  c.max_workload_bytes = ctx.Param<int64_t>("max_workload_bytes");
+  if (c.max_workload_bytes < 0) throw accelopt::sdk::StageFailure("config_error", "max_workload_bytes must be >= 0");
   c.isolation = ctx.Param<std::string>("isolation");
   c.dps_missing = ctx.Param<std::string>("dps_missing");
   c.cuda_arch = ctx.Param<std::string>("cuda_arch");
@@ -241,7 +245,8 @@ json RunFibEvaluate(accelopt::sdk::StageContext& ctx) {
                                {{"definition_text", def_text}, {"workload", wl}, {"root", root}, {"seed", c.seed},
                                 {"trials", c.trials},
                                 {"timing", {{"warmup", c.warmup}, {"iterations", c.iterations}, {"cold_cache", c.cold_cache}}},
-                                {"profile_baseline", c.profile_baseline}, {"tolerance", tolerance}});
+                                {"profile_baseline", c.profile_baseline}, {"tolerance", tolerance},
+                                {"max_workload_bytes", c.max_workload_bytes}});
     if (open.contains("error")) {
       ctx.Warn(definition.name + " " + workload.uuid + ": inputs: " + open["error"].get<std::string>());
       skipped.push_back({{"workload", workload.uuid}, {"reason", "inputs: " + open["error"].get<std::string>()}});
@@ -299,7 +304,9 @@ json RunFibEvaluate(accelopt::sdk::StageContext& ctx) {
         } else if (!build.ok) {
           evaluation = SimpleEvaluation("COMPILE_ERROR", "Build error: " + build.command + "\n" + build.log +
                                                              "\n[accelopt-host] nvcc " + fib::FindCudaToolkit().version +
-                                                             " build for " + c.cuda_arch + " failed; not run, not timed",
+                                                             " build for " + c.cuda_arch +
+                                                             " failed (run in the build sandbox: the toolkit, the shim and the "
+                                                             "sources readable, only the build's out/ writable); not run, not timed",
                                         env);
         } else {
           json probe = ProbeDevice(builds);
@@ -368,7 +375,15 @@ json RunFibEvaluate(accelopt::sdk::StageContext& ctx) {
   json files = json::array();
   std::string all_lines;
   for (const auto& [author, traces] : by_author) {
-    fs::path path = fs::path(traces_dir) / author / definition.op_type / (definition.name + ".jsonl");
+    fs::path path;
+    try {
+      // The names were checked when read; checked again where they become a path.
+      path = fs::path(traces_dir) / fib::PathComponent(author, "solution.author") /
+             fib::PathComponent(definition.op_type, "definition.op_type") /
+             (fib::PathComponent(definition.name, "definition.name") + ".jsonl");
+    } catch (const std::invalid_argument& error) {
+      throw accelopt::sdk::StageFailure("config_error", std::string("no trace written: ") + error.what());
+    }
     try {
       fib::AppendTraces(path.string(), traces);
     } catch (const std::exception& error) {

@@ -15,6 +15,7 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 #include "common.h"
@@ -108,10 +109,17 @@ std::string Hex6(const std::string& text) {
   return std::string(buf).substr(0, 6);
 }
 
+// The model's name as the start of a solution name (a path component, fib::NameProblem):
+// other characters become '-', ".." collapses, at most 64 characters, never empty.
 std::string Sanitize(std::string text) {
-  for (auto& c : text)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.') c = '-';
-  return text.empty() ? "model" : text;
+  for (auto& c : text) {
+    unsigned char u = static_cast<unsigned char>(c);
+    if (!((u < 0x80 && std::isalnum(u)) || c == '-' || c == '.')) c = '-';
+  }
+  for (size_t at = text.find(".."); at != std::string::npos; at = text.find("..")) text.erase(at, 1);
+  if (text.size() > 64) text.resize(64);
+  if (text.empty() || !std::isalnum(static_cast<unsigned char>(text[0]))) text = "m" + text;
+  return text;
 }
 
 // LLM calls of one stage, at most `limit` in flight; each returns the reply text or throws.
@@ -324,7 +332,13 @@ json RunFibExecute(accelopt::sdk::StageContext& ctx) {
                                {"entry_point", language == "cuda" ? "kernel.cu::run" : "main.py::run"},
                                {"destination_passing_style", language == "cuda"}}},  // AccelOpt: value-returning; the shim: DPS
                      {"sources", {{{"path", language == "cuda" ? "kernel.cu" : "main.py"}, {"content", code}}}}};
-    fs::path file = fs::path(ctx.RunDir()) / "solutions" / "AccelOpt" / d.op_type / d.name / (name + ".json");
+    fs::path file;
+    try {
+      file = fs::path(ctx.RunDir()) / "solutions" / "AccelOpt" / fib::PathComponent(d.op_type, "definition.op_type") /
+             fib::PathComponent(d.name, "definition.name") / (fib::PathComponent(name, "solution.name") + ".json");
+    } catch (const std::invalid_argument& error) {
+      throw StageFailure("config_error", error.what());
+    }
     accelopt::sdk::WriteFile(file, fib::DumpIndented(ToOrdered(solution)));
     json item = parent["item"];
     item["solutions"] = json::array({solution});
@@ -487,7 +501,12 @@ json RunFibOptimizeReport(accelopt::sdk::StageContext& ctx) {
     const json& b = it.value();
     double base = b.value("baseline_latency_ms", 0.0), lat = b.value("latency_ms", 0.0);
     double speedup = lat > 0 ? base / lat : 0;
-    fs::path file = run / "best" / (it.key() + ".json");
+    fs::path file;
+    try {
+      file = run / "best" / (fib::PathComponent(it.key(), "best: definition") + ".json");
+    } catch (const std::invalid_argument& error) {
+      throw StageFailure("config_error", error.what());
+    }
     accelopt::sdk::WriteFile(file, fib::DumpIndented(ToOrdered(b["solution"])));
     cases.push_back({{"definition", it.key()}, {"baseline_latency_ms", base}, {"best_latency_ms", lat}, {"speedup", speedup},
                      {"solution", b["solution"].value("name", "")}, {"file", file.string()}});

@@ -45,6 +45,7 @@ constexpr const char* kEvaluateParams = R"JSON({
   "required_matched_ratio": {"type": "number", "doc": "share of elements that must match (FIB: 1.0; 0.95 for moe_fp8_block_scale)"},
   "timeout_s": {"type": "number", "default": 300, "doc": "limit per trial call and per build, s (FIB: 300 per evaluation)"},
   "memory_bytes": {"type": "integer", "default": 0, "doc": "address-space limit per trial (0: the pool's cap)"},
+  "max_workload_bytes": {"type": "integer", "default": 0, "doc": "cap on what the host holds for one workload (every trial's inputs and reference outputs), checked from the shapes before anything is drawn; over it the workload is skipped with the reason (0: a quarter of RAM, at most 8 GiB)"},
   "isolation": {"type": "string", "default": "worker", "enum": ["worker", "inprocess"], "doc": "worker: sandboxed torch workers (docs/isolation.md); inprocess: trusted solutions only"},
   "static_checks": {"type": "boolean", "default": true, "doc": "the anti-cheat source rules for python solutions (a violation is a COMPILE_ERROR)"},
   "dps_missing": {"type": "string", "default": "auto", "enum": ["auto", "dps", "value"], "doc": "solutions without destination_passing_style: auto (python: the signature; else by layout: accelopt value-returning, current DPS), dps, value"},

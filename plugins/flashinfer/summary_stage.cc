@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 #include "common.h"
 #include "stages.h"
@@ -155,7 +156,12 @@ json RunFibSummary(accelopt::sdk::StageContext& ctx) {
           by_author[s ? s->author : "unknown"].push_back(*t);
         }
         for (const auto& [author, list] : by_author) {
-          fs::path target = fs::path(set.root) / set.TracePath(author, *d);
+          fs::path target;
+          try {
+            target = fs::path(set.root) / set.TracePath(author, *d);
+          } catch (const std::invalid_argument& error) {
+            throw accelopt::sdk::StageFailure("config_error", std::string("write_back: ") + error.what());
+          }
           fib::AppendTraces(target.string(), list);
           written_back.push_back(target.string());
         }

@@ -39,6 +39,20 @@ using Problems = std::vector<Problem>;
 /// Number of kError problems in `problems`.
 size_t ErrorCount(const Problems& problems);
 
+// --- Names that become path components ----------------------------------------
+// A definition's name and op_type, a solution's name, definition and author
+// become folder and file names (traces/<author>/<op_type>/<definition>.jsonl).
+// FIB's validate accepts only sets whose fields equal their path components;
+// here such a name must be a plain identifier before it is joined to a path:
+// 1 to 128 ASCII letters, digits, '_', '-', '.', '+', starting with a letter,
+// a digit or '_', without "..". The Python twin is accelopt.fib.names.
+
+/// Why `name` may not be a path component; nullopt when it may.
+std::optional<std::string> NameProblem(const std::string& name);
+/// `name` when it may be a path component; else throws std::invalid_argument
+/// "<field>: <why>". Every path built from a name goes through it.
+const std::string& PathComponent(const std::string& name, const std::string& field);
+
 /// An ordered map (the order of a JSON object's keys).
 template <class T>
 using Named = std::vector<std::pair<std::string, T>>;
@@ -201,6 +215,10 @@ std::optional<Evaluation> ParseEvaluation(const ojson& j, const std::string& fil
 std::optional<Trace> ParseTrace(const ojson& j, const std::string& file, Problems* problems,
                                 const std::string& where = "");
 
+/// Reading also refuses (field by field, with NameProblem's reason) a
+/// definition's name or op_type, a solution's name, definition or author and
+/// a trace's definition that may not be a path component.
+///
 /// FIB's model validators (§1.1, §1.3, §1.4): reference parses with a
 /// top-level run, shape axes exist, outputs do not reuse input names,
 /// constraints are expressions; sources are relative, without "..", unique,

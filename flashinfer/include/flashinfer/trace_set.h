@@ -47,7 +47,8 @@ struct TraceSet {
   /// (current: solutions/<author>/<op_type>/<def>/<name>.json; accelopt: solutions/<op_type>/<def>/<name>.json).
   std::string SolutionPath(const Solution& solution) const;
   /// Where traces of `author` for `definition` go (current: traces/<author>/<op_type>/<def>.jsonl;
-  /// accelopt: traces/<op_type>/<def>.jsonl).
+  /// accelopt: traces/<op_type>/<def>.jsonl). Both throw std::invalid_argument
+  /// when a name may not be a path component (PathComponent).
   std::string TracePath(const std::string& author, const Definition& definition) const;
 };
 
