@@ -95,13 +95,13 @@ def test_the_workload_cap_is_configurable_and_counts_every_trial():
     from accelopt.fib import evaluate
     d = _definition("definitions/rmsnorm/rmsnorm_h16.json")
     w = dict(_workload("workloads/rmsnorm/rmsnorm_h16.jsonl"), axes={"batch_size": 1024})
-    # One trial: 1024 x 16 bf16 in and out = 64 KiB (+ the weight, 32 B).
+    # One trial: 1024 x 16 bf16 in and out = 64 KiB, the weight 32 B, and 64 KiB of float32 to draw x.
     base = {"definition_text": json.dumps(d), "workload": w, "root": FIXTURE, "seed": 0,
             "timing": {"warmup": 1, "iterations": 1, "cold_cache": False}}
-    small = evaluate.open_workload(dict(base, trials=1, max_workload_bytes=64 * 1024 + 32))
+    small = evaluate.open_workload(dict(base, trials=1, max_workload_bytes=2 * 64 * 1024 + 32))
     assert "baseline" in small, small
     evaluate.close_workload({"baseline": small["baseline"]})
-    refused = evaluate.open_workload(dict(base, trials=2, max_workload_bytes=64 * 1024 + 32))
+    refused = evaluate.open_workload(dict(base, trials=2, max_workload_bytes=2 * 64 * 1024 + 32))
     assert "error" in refused and "batch_size = 1024" in refused["error"], refused
     from accelopt.fib import inputs
     assert 0 < inputs.default_workload_bytes() <= 8 << 30

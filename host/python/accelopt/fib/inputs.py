@@ -45,6 +45,8 @@ class InputError(RuntimeError):
 # Bytes per element of each FIB dtype (float4_e2m1: two values per byte, counted as one byte).
 _DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1, "float4_e2m1": 1,
                 "int64": 8, "int32": 4, "int16": 2, "int8": 1, "bool": 1}
+# Random inputs of these dtypes are drawn in float32 first (randn), then cast.
+_FLOAT_DRAWN = {"float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float4_e2m1"}
 # safetensors caps its JSON header at 100 MB; a larger length field is a broken or hostile file.
 _MAX_HEADER = 100 * 1000 * 1000
 
@@ -95,7 +97,7 @@ def check_workload_bytes(definition, workload, trials, cap=None):
             if largest is None or size > largest[2]:
                 largest = (name, shape, size, spec.get("dtype"))
             kind = (described.get(name) or {}).get("type", "random") if group == "inputs" else "output"
-            if kind == "random" and str(spec.get("dtype", "")).startswith("float"):
+            if kind == "random" and spec.get("dtype") in _FLOAT_DRAWN:
                 transient = max(transient, numel * 4)
     total = max(1, int(trials)) * per_trial + transient
     if total <= cap:
