@@ -132,9 +132,11 @@ class Replayer:
         self.args = program.get("args")
         self.result = program.get("result")
         params = program.get("params")
-        if type(self.count) is not int or not 0 <= self.count <= 1 << 31 or type(self.ops) is not list \
-                or type(params) is not list:
+        if type(self.ops) is not list or type(params) is not list:
             raise ProgramError("malformed program header")
+        # every handle is made by an operation (a few per operation) or is an argument
+        if type(self.count) is not int or not 0 <= self.count <= 16 * len(self.ops) + 4096:
+            raise ProgramError("malformed program header: handle count out of range")
         parameters = []
         for p in params:
             if type(p) is not dict or type(p.get("name")) is not str or not p["name"].isidentifier():
