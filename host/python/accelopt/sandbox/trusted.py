@@ -234,6 +234,9 @@ def _finish_trace(state, outcome):
         error = outcome.get("error") or {}
         raise _Early(error.get("kind", WORKER_ERROR), error.get("message", "the worker failed"),
                      error.get("traceback", ""))
+    if outcome.get("integrity"):  # rule R5 holds for the tracing process too (it changes nothing now)
+        raise _Early(FORBIDDEN_ACCESS, "the kernel modified the worker's libraries: "
+                     + "; ".join(outcome["integrity"][:5]))
     worker = outcome.get("result") or {}
     theirs = worker.get("timings") if isinstance(worker.get("timings"), dict) else {}
     timings = state["timings"]
