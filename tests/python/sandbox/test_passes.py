@@ -127,6 +127,7 @@ def test_a_stash_across_calls_reaches_no_replay():
     try:
         result, _ = _isolated(_request("adv_cache.py"), static_checks=False, pass_bytes=1)
         assert result["error"] is None and result["correct"], result["error"]
+        trusted.PROGRAMS.clear()  # trace again (a known program would be reused: nothing to stash into)
         result, _ = _isolated(_request("adv_cache.py"), static_checks=False, pass_bytes=1)
         assert result["correct"] is False and result["latency_ms"] is None, result
     finally:

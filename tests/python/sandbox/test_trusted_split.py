@@ -107,6 +107,7 @@ def test_anti_cheat_rules_in_the_judge():
         # handle of another program in the next request's, which is refused or wrong.
         result, _ = _isolated(_request("adv_cache.py"), static_checks=False, max_batch=1)
         assert result["error"] is None and result["correct"], result["error"]
+        trusted.PROGRAMS.clear()  # trace again (a known program would be reused: nothing to stash into)
         result, _ = _isolated(_request("adv_cache.py"), static_checks=False)
         assert result["correct"] is False and result["error"]["kind"] in (
             trusted.FORBIDDEN_ACCESS, "wrong_result", trusted.STALE_OUTPUT), result["error"]
@@ -217,4 +218,22 @@ def test_a_hidden_only_call_runs_one_secret_set_and_no_published_seed():
         refused, _ = _isolated(_request("kernel_good.py", **bad) if "seeds" in bad else
                                dict(_request("kernel_good.py"), **bad))
         assert refused["error"] is not None and "hidden_only" in refused["error"]["message"], refused["error"]
+    assert trusted.pending() == 0
+
+
+def test_a_known_program_is_not_traced_again():
+    # a screen's program serves its confirmation (accelopt.sandbox.programs)
+    trusted.PROGRAMS.clear()
+    request = _request("kernel_good.py")
+    first, _ = trusted.prepare({"module": "accelopt.profile", "function": "profile_kernel", "arg": request})
+    assert first["worker"]["function"] == "trace_kernel"
+    first, _ = traced(first, [])
+    trusted.discard({"token": first["token"]})
+    again, blobs = trusted.prepare({"module": "accelopt.profile", "function": "profile_kernel", "arg": request})
+    assert again["worker"]["function"] == "run_kernel" and "program" in again["worker"]["arg"]
+    trusted.discard({"token": again["token"]})
+    other = dict(request, target="trn2")  # another target, another program
+    third, _ = trusted.prepare({"module": "accelopt.profile", "function": "profile_kernel", "arg": other})
+    assert third["worker"]["function"] == "trace_kernel"
+    trusted.discard({"token": third["token"]})
     assert trusted.pending() == 0

@@ -36,7 +36,7 @@ from .. import compare, loading, precision, profile
 from .. import result as R
 from ..backends import choose_backend
 from ..backends.neuron import MAX_RETRIES, PERF_TOL
-from . import codec, draw_cache, draws, passes, sealed, static_check
+from . import codec, draw_cache, draws, passes, programs, sealed, static_check
 
 PROFILE_CALL = ("accelopt.profile", "profile_kernel")
 # One trial of a FlashInfer-Bench solution or reference (accelopt.fib.trusted; docs/flashinfer.md).
@@ -68,6 +68,8 @@ _DRAWER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefi
 
 _states = {}
 _states_lock = threading.Lock()
+# Traced programs of recent candidates (a screen's program serves its confirmation).
+PROGRAMS = programs.ProgramCache()
 
 
 class _Early(Exception):
@@ -221,8 +223,17 @@ def arg_spec(nki_inputs):
 
 
 def _trace_job(state, nki_inputs):
-    """The untrusted step's job: trace the candidate on placeholders of ``nki_inputs``' specs."""
+    """The untrusted step's job: trace the candidate on placeholders of ``nki_inputs``' specs;
+    None when the program of this source, specs and target is known already (it is then in
+    ``state["program"]``)."""
     state["arg_spec"] = arg_spec(nki_inputs)
+    state["program_key"] = PROGRAMS.key(state["source"], state["arg_spec"], state["target"])
+    known = PROGRAMS.get(state["program_key"])
+    if known is not None:
+        state["program"] = known
+        state["timings"]["program_cached"] = True
+        state["timings"]["program_bytes"] = len(known)
+        return None
     return {"kernel_source": state["source"], "kernel_path": state["kernel_path"], "backend": state["backend"],
             "target": state["target"], "args": state["arg_spec"]}
 
@@ -254,6 +265,7 @@ def _finish_trace(state, outcome):
     if not isinstance(index, int) or not 0 <= index < len(blobs):
         raise _Early(WORKER_ERROR, "the trace returned no program")
     state["program"] = bytes(blobs[index])
+    PROGRAMS.put(state["program_key"], state["program"])
     timings.update(program_ops=worker.get("ops"), program_bytes=len(state["program"]))
     state["tracing"] = False
     job_blobs = []
@@ -349,12 +361,13 @@ def _prepare_profile(request, options, blobs):
     if resolved != "neuron":
         # Untrusted tracing first (no input values: shapes only); every set, the first pass's
         # too, is drawn while the candidate is traced (issue 34, docs/isolation.md).
-        state["tracing"] = True
         first = published[0][0] if published else hidden_draw
         worker_arg = _trace_job(state, first.nki_inputs)
-        _draw_ahead(state, reference, [position for each in plan for position in each])
-        timings["prepare_ms"] = _ms(started)
-        return state, worker_arg
+        if worker_arg is not None:
+            state["tracing"] = True
+            _draw_ahead(state, reference, [position for each in plan for position in each])
+            timings["prepare_ms"] = _ms(started)
+            return state, worker_arg
     start = time.perf_counter()
     _draw_ahead(state, reference, plan[0], now=True)
     _add(timings, "draw_ms", _ms(start))  # the first pass's sets are drawn on the critical path too
