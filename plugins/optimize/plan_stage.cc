@@ -119,6 +119,15 @@ json RunInit(StageContext& ctx) {
       ctx.Warn(case_name + ": the baseline kernel failed; the problem is not optimized");
     }
     baselines[case_name] = baseline;
+    // A copy inside the run: the report reads no file outside the run directory
+    // (accelopt/report/run_files.py), and the baseline (NKIBench's file) is outside it.
+    if (const std::string kernel = item.value("kernel", ""); !kernel.empty()) {
+      try {
+        WriteText(fs::path(ctx.StageDir()) / "baselines" / (SafeName(case_name) + ".py"), ReadText(kernel));
+      } catch (const std::exception& error) {
+        ctx.Warn(case_name + ": cannot keep a copy of the baseline for the report: " + error.what());
+      }
+    }
   }
   std::string why;
   const std::string endpoint = with.value("llm", "default");

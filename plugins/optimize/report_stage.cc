@@ -70,6 +70,27 @@ json Peak(StageContext& ctx, const json& baseline, double latency, const std::st
   }
 }
 
+// Text for one cell of the markdown table. LLM plan titles, ids and error
+// kinds are untrusted: HTML is escaped (the .md is rendered by viewers that
+// pass raw HTML through, as report.html escapes it), and `|` and line breaks,
+// which would add cells or rows, are escaped or joined.
+std::string Cell(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '|': out += "\\|"; break;
+      case '\n': case '\r': out += ' '; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
 std::string Pct(const json& peak) {
   return peak.is_object() && peak.contains("percent_of_peak") ? Fixed(peak["percent_of_peak"].get<double>(), 1) + "%" : "n/a";
 }
@@ -105,8 +126,9 @@ json RunReport(StageContext& ctx) {
       row["status"] = "baseline_failed";
       row["error"] = baseline.value("error", json());
       rows.push_back(row);
-      md << "| " << row["problem"].get<std::string>() << " | " << case_name << " | failed | - | - | - | - | - | - | - | baseline failed: "
-         << baseline.value("error", json::object()).value("kind", "?") << " |\n";
+      md << "| " << Cell(row["problem"].get<std::string>()) << " | " << Cell(case_name)
+         << " | failed | - | - | - | - | - | - | - | baseline failed: "
+         << Cell(baseline.value("error", json::object()).value("kind", "?")) << " |\n";
       continue;
     }
     const double original = baseline["latency_ms"].get<double>();
@@ -143,7 +165,7 @@ json RunReport(StageContext& ctx) {
     ++n_ok;
     std::string lineage;
     for (const auto& step : winner.value("history", json::array())) {
-      lineage += (lineage.empty() ? "" : " -> ") + step.value("title", step.value("plan_id", "?"));
+      lineage += (lineage.empty() ? "" : " -> ") + Cell(step.value("title", step.value("plan_id", "?")));
     }
     if (!better) {
       std::string why = std::to_string(c["candidates"].get<int>()) + " candidates, " + std::to_string(c["correct"].get<int>()) +
@@ -151,13 +173,13 @@ json RunReport(StageContext& ctx) {
       if (c["correct"].get<int>() == 0 && c["candidates"].get<int>() > 0) why = "no correct candidate (" + c["failed_by_kind"].dump() + ")";
       if (c["candidates"].get<int>() == 0) why = "no candidate was produced";
       row["reason"] = why;
-      lineage = "baseline kept: " + why;
+      lineage = "baseline kept: " + Cell(why);
     }
     rows.push_back(row);
-    md << "| " << row["problem"].get<std::string>() << " | " << case_name << " | " << Fixed(original, 5) << " | " << Fixed(latency, 5)
+    md << "| " << Cell(row["problem"].get<std::string>()) << " | " << Cell(case_name) << " | " << Fixed(original, 5) << " | " << Fixed(latency, 5)
        << " | " << Fixed(speedup) << "x | " << Pct(peak_before) << " | " << Pct(peak_after) << " | " << c["candidates"].get<int>()
        << " (" << c["correct"].get<int>() << ") | " << (u.prompt_tokens + u.completion_tokens) << " | " << Fixed(u.cost_usd, 4)
-       << " | " << (better ? winner.value("id", "") + ": " + lineage : lineage) << " |\n";
+       << " | " << (better ? Cell(winner.value("id", "")) + ": " + lineage : lineage) << " |\n";
   }
   const double geomean = n_ok > 0 ? std::exp(log_sum / n_ok) : 1.0;
   md << "\nGeomean speedup " << Fixed(geomean) << "x over " << n_ok << " problem(s); " << improved << " improved. LLM: "

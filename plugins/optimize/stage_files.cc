@@ -28,11 +28,8 @@ void WriteJson(const fs::path& path, const json& value) { WriteText(path, value.
 void AppendJsonLine(const fs::path& path, const json& value) {
   static std::mutex mutex;
   std::lock_guard<std::mutex> lock(mutex);
-  std::error_code ec;
-  if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);
-  std::ofstream out(path, std::ios::app);
-  out << value.dump() << "\n";
-  if (!out) throw accelopt::sdk::StageFailure("io_error", "cannot append to " + path.string());
+  // One write per line, never through a symlink planted in the run directory.
+  accelopt::sdk::AppendFile(path, value.dump(-1, ' ', false, json::error_handler_t::replace) + "\n");
 }
 
 std::string SafeName(const std::string& text) {

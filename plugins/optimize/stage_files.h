@@ -17,7 +17,8 @@ std::string ReadText(const std::filesystem::path& path);
 void WriteText(const std::filesystem::path& path, const std::string& text);
 /// Writes `value` as indented JSON (creating parent folders). Throws StageFailure{io_error}.
 void WriteJson(const std::filesystem::path& path, const json& value);
-/// Appends one JSON line to `path` (thread-safe within the process).
+/// Appends one JSON line to `path` (thread-safe within the process); below the
+/// run directory no symlink is followed (accelopt::sdk::AppendFile).
 void AppendJsonLine(const std::filesystem::path& path, const json& value);
 /// Characters that are not [A-Za-z0-9._-] become '_' (for file names).
 std::string SafeName(const std::string& text);

@@ -15,7 +15,8 @@
 //
 // Parameters: ctx.Param<T>(name) / ctx.OptionalParam<T>(name) read `with:` and
 // fall back to the schema's `default` (accelopt/sdk/params.hpp). Files:
-// accelopt::sdk::WriteFile / WriteJsonFile write atomically and throw
+// accelopt::sdk::WriteFile / WriteJsonFile write atomically, AppendFile appends,
+// RemoveAll deletes; below the run directory none follows a symlink; all throw
 // StageFailure{io_error} on failure (accelopt/sdk/files.hpp). Host functions
 // newer than the oldest host a plugin supports are tested with
 // ACCEL_HOST_API_HAS (plugin_api.h, "Growing the ABI").
@@ -192,6 +193,7 @@ int RunStage(const char* params_schema, const AccelHostApi* host, const char* in
              char** error_json) noexcept {
   try {
     StageContext ctx(host, nlohmann::json::parse(input_json), params_schema);
+    AddRunRoot(ctx.RunDir());  // files below it are written without following symlinks (files.hpp)
     nlohmann::json outputs = Fn(ctx);
     std::string text;
     try {

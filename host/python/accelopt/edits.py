@@ -21,6 +21,9 @@ import re
 _HUNK = re.compile(r"^@@+ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@+")
 _BARE_HUNK = re.compile(r"^@@+(?:\s.*)?$")
 
+# What a Lua stage may call through accel.python_call (accelopt/lua_calls.py): pure text functions.
+LUA_CALLABLE = ("make_diff", "looks_like_diff", "apply")
+
 
 class PatchError(ValueError):
     """A diff that cannot be applied; ``kind`` is "bad_diff" or "hunk_failed"."""

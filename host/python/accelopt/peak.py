@@ -11,6 +11,9 @@ Constants per NeuronCore:
        per-core figures): BW 2.9 TB/s / 8 = 362.5 GB/s, 2*128 lanes @ 0.96 GHz,
        TensorE fp32 20 TFLOP/s.
 """
+# What a Lua stage may call through accel.python_call (accelopt/lua_calls.py): arithmetic only.
+LUA_CALLABLE = ("peak_breakdown", "peak_latency_ms", "percent_of_peak", "describe")
+
 PEAK = {
     "trn1": {"bw": 410 * 2**30, "vec": 2 * 128 * 1.12e9, "mm": 23.75e12, "validated": True},
     "trn2": {"bw": 2.9e12 / 8, "vec": 2 * 128 * 0.96e9, "mm": 20e12, "validated": False},

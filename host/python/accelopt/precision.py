@@ -9,6 +9,9 @@ import io
 import re
 import tokenize
 
+# What a Lua stage may call through accel.python_call (accelopt/lua_calls.py): pure text functions.
+LUA_CALLABLE = ("strip_comments", "uses_float16")
+
 BANNED = "float16"
 
 

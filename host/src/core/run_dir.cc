@@ -12,7 +12,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "core/unique_fd.h"
+#include "accelopt/sdk/nofollow.hpp"
 
 namespace accelopt {
 namespace {
@@ -32,51 +32,7 @@ std::string SafeName(const std::string& name) {
   return out.empty() ? "run" : out;
 }
 
-std::runtime_error Failure(const std::filesystem::path& path, const std::string& why) {
-  return std::runtime_error(path.string() + ": " + why);
-}
-
-// The components of `relative`, checked: relative, no "..", no empty names.
-std::vector<std::string> Components(const std::filesystem::path& relative) {
-  if (relative.is_absolute()) throw Failure(relative, "expected a relative path");
-  std::vector<std::string> parts;
-  for (const auto& part : relative.lexically_normal()) {
-    std::string name = part.string();
-    if (name.empty() || name == ".") continue;
-    if (name == "..") throw Failure(relative, "'..' is not allowed");
-    parts.push_back(name);
-  }
-  return parts;
-}
-
-// Opens the directory `name` in `dir_fd` without following a symlink,
-// creating it (with `mode`) if `create`. Throws naming `shown`.
-int OpenDirAt(int dir_fd, const std::string& name, bool create, unsigned mode, const std::filesystem::path& shown) {
-  if (create && ::mkdirat(dir_fd, name.c_str(), mode) != 0 && errno != EEXIST) {
-    throw Failure(shown, std::string("cannot create: ") + std::strerror(errno));
-  }
-  int fd = ::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd >= 0) return fd;
-  int error = errno;
-  struct stat st {};
-  if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
-    if (S_ISLNK(st.st_mode)) throw Failure(shown, "refusing a symlink (the host never follows symlinks inside a run directory)");
-    if (!S_ISDIR(st.st_mode)) throw Failure(shown, "exists and is not a directory");
-  }
-  throw Failure(shown, std::string("cannot open: ") + std::strerror(error));
-}
-
-// Opens `base` (trusted) and walks `parts` under it; returns the last directory's fd.
-int WalkDirs(const std::filesystem::path& base, const std::vector<std::string>& parts, size_t count, unsigned mode) {
-  UniqueFd dir(::open(base.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dir.get() < 0) throw Failure(base, std::string("cannot open: ") + std::strerror(errno));
-  std::filesystem::path shown = base;
-  for (size_t i = 0; i < count; ++i) {
-    shown /= parts[i];
-    dir.Reset(OpenDirAt(dir.get(), parts[i], true, mode, shown));
-  }
-  return dir.Release();
-}
+namespace nofollow = sdk::nofollow;
 
 }  // namespace
 
@@ -84,8 +40,8 @@ std::string UtcNowIso() { return UtcStamp("%Y-%m-%dT%H:%M:%SZ"); }
 
 std::filesystem::path EnsurePrivateDir(const std::filesystem::path& base, const std::filesystem::path& relative,
                                        unsigned mode) {
-  auto parts = Components(relative);
-  UniqueFd dir(WalkDirs(base, parts, parts.size(), mode));
+  nofollow::EnsureDir(base, relative, mode);
+  auto parts = nofollow::Components(relative);
   return parts.empty() ? base : base / relative.lexically_normal();
 }
 
@@ -98,47 +54,23 @@ std::filesystem::path EnsurePrivateDir(const std::filesystem::path& path) {
 }
 
 int OpenForAppendNoFollow(const std::filesystem::path& base, const std::filesystem::path& relative) {
-  auto parts = Components(relative);
-  if (parts.empty()) throw Failure(relative, "expected a file name");
-  UniqueFd dir(WalkDirs(base, parts, parts.size() - 1, 0755));
-  int fd = ::openat(dir.get(), parts.back().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    int error = errno;
-    throw Failure(base / relative, error == ELOOP ? "refusing a symlink (the host never follows symlinks inside a run directory)"
-                                                  : std::string("cannot open: ") + std::strerror(error));
-  }
-  return fd;
+  return nofollow::OpenAppend(base, relative);
+}
+
+void AppendNoFollow(const std::filesystem::path& base, const std::filesystem::path& relative, std::string_view text) {
+  nofollow::Append(base, relative, text);
 }
 
 void WriteFileNoFollow(const std::filesystem::path& base, const std::filesystem::path& relative, std::string_view text) {
-  auto parts = Components(relative);
-  if (parts.empty()) throw Failure(relative, "expected a file name");
-  UniqueFd dir(WalkDirs(base, parts, parts.size() - 1, 0755));
-  const std::string& name = parts.back();
-  std::string tmp = "." + name + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(std::random_device{}());
-  UniqueFd file(::openat(dir.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
-  if (file.get() < 0) throw Failure(base / relative, std::string("cannot write: ") + std::strerror(errno));
-  const char* data = text.data();
-  size_t left = text.size();
-  while (left > 0) {
-    ssize_t n = ::write(file.get(), data, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int error = errno;
-      ::unlinkat(dir.get(), tmp.c_str(), 0);
-      throw Failure(base / relative, std::string("cannot write: ") + std::strerror(error));
-    }
-    data += n;
-    left -= static_cast<size_t>(n);
-  }
-  ::fsync(file.get());
-  file.Reset();
-  // rename replaces a symlink at the destination; it never writes through it.
-  if (::renameat(dir.get(), tmp.c_str(), dir.get(), name.c_str()) != 0) {
-    int error = errno;
-    ::unlinkat(dir.get(), tmp.c_str(), 0);
-    throw Failure(base / relative, std::string("cannot write: ") + std::strerror(error));
-  }
+  nofollow::WriteAtomic(base, relative, text);
+}
+
+bool RemoveNoFollow(const std::filesystem::path& base, const std::filesystem::path& relative) {
+  return nofollow::Remove(base, relative);
+}
+
+int OpenForReadNoFollow(const std::filesystem::path& base, const std::filesystem::path& relative) {
+  return nofollow::OpenRead(base, relative);
 }
 
 RunDirectory RunDirectory::Create(const std::filesystem::path& explicit_dir, const std::string& name,
@@ -160,7 +92,7 @@ RunDirectory RunDirectory::Create(const std::filesystem::path& explicit_dir, con
 std::filesystem::path RunDirectory::Relative(const std::filesystem::path& path) const {
   if (!path.is_absolute()) return path;
   std::filesystem::path rel = path.lexically_normal().lexically_relative(path_);
-  if (rel.empty() || *rel.begin() == "..") throw Failure(path, "is outside the run directory " + path_.string());
+  if (rel.empty() || *rel.begin() == "..") throw nofollow::Failure(path, "is outside the run directory " + path_.string());
   return rel;
 }
 

@@ -39,12 +39,29 @@ std::filesystem::path EnsurePrivateDir(const std::filesystem::path& path);
 /// Throws std::runtime_error.
 int OpenForAppendNoFollow(const std::filesystem::path& base, const std::filesystem::path& relative);
 
+/// Appends `text` to `base`/`relative` in one write (OpenForAppendNoFollow).
+/// Throws std::runtime_error.
+void AppendNoFollow(const std::filesystem::path& base, const std::filesystem::path& relative, std::string_view text);
+
 /// Writes `text` to `base`/`relative` atomically (temporary file created
 /// with O_EXCL | O_NOFOLLOW, fsync, rename) without following symlinks
 /// below `base`; a symlink at the destination is replaced, never written
 /// through. Creates folders as EnsurePrivateDir(base, ..., 0755).
 /// Throws std::runtime_error.
 void WriteFileNoFollow(const std::filesystem::path& base, const std::filesystem::path& relative, std::string_view text);
+
+/// Removes `base`/`relative` (a file, a symlink or a whole folder) without
+/// following a symlink anywhere below `base`: folders are walked with
+/// openat(O_NOFOLLOW) and a symlink is unlinked itself, never its target; a
+/// symlinked folder on the way to `relative` is refused. Returns false when
+/// nothing was there. Throws std::runtime_error naming the path.
+bool RemoveNoFollow(const std::filesystem::path& base, const std::filesystem::path& relative);
+
+/// Opens the regular file `base`/`relative` for reading without following a
+/// symlink below `base` and without blocking on a FIFO (O_NONBLOCK, fstat
+/// S_ISREG). Returns the descriptor (the caller closes it), or -1 when the
+/// file or one of its folders is missing. Throws std::runtime_error.
+int OpenForReadNoFollow(const std::filesystem::path& base, const std::filesystem::path& relative);
 
 class RunDirectory {
  public:

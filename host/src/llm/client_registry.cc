@@ -72,7 +72,8 @@ ClientRegistry::ClientRegistry(const json& llm_block, RegistryOptions options)
     std::error_code ec;
     const bool same_file = replay_path_ && std::filesystem::exists(path) &&
                            std::filesystem::equivalent(path, *replay_path_, ec);
-    if (!same_file) writer_ = std::make_shared<TranscriptWriter>(path);
+    // Relative to the run directory: no symlink planted below it is followed (llm/, transcript.jsonl).
+    if (!same_file) writer_ = std::make_shared<TranscriptWriter>(options.run_dir, std::filesystem::path("llm") / "transcript.jsonl");
   }
 
   std::shared_ptr<ReplayStore> resume_store;

@@ -20,18 +20,35 @@ constexpr const char* kUserAgent = "accelopt-host/" ACCELOPT_VERSION;
 constexpr const char* kUserAgent = "accelopt-host";
 #endif
 
+/// Most response header bytes kept per attempt (names and values together).
+constexpr size_t kMaxHeaderBytes = 1u << 20;
+
 struct Transfer {
   std::string body;
   HeaderMap headers;
+  size_t max_body = 0;       ///< the endpoint's max_response_bytes
+  bool body_too_large = false;
+  size_t header_bytes = 0;
 };
 
+// A reply over the cap ends the transfer (returning less than given makes
+// curl stop with CURLE_WRITE_ERROR) before the host holds it: a server,
+// or a gzip bomb (bodies are counted decoded), cannot grow the host's memory.
 size_t OnBody(char* data, size_t size, size_t count, void* user) {
-  static_cast<Transfer*>(user)->body.append(data, size * count);
-  return size * count;
+  auto* transfer = static_cast<Transfer*>(user);
+  const size_t n = size * count;
+  if (n > transfer->max_body - std::min(transfer->max_body, transfer->body.size())) {
+    transfer->body_too_large = true;
+    return 0;
+  }
+  transfer->body.append(data, n);
+  return n;
 }
 
 size_t OnHeader(char* data, size_t size, size_t count, void* user) {
   auto* transfer = static_cast<Transfer*>(user);
+  transfer->header_bytes += size * count;
+  if (transfer->header_bytes > kMaxHeaderBytes) return 0;  // ends the transfer like an oversized body
   std::string line(data, size * count);
   while (!line.empty() && (line.back() == '\r' || line.back() == '\n')) line.pop_back();
   if (line.rfind("HTTP/", 0) == 0) {
@@ -199,6 +216,7 @@ ChatResponse CurlChatClient::Execute(void* curl_handle, const ChatRequest& reque
                      attempt - 1);
     }
     Transfer transfer;
+    transfer.max_body = static_cast<size_t>(config_.max_response_bytes);
     char error_buffer[CURL_ERROR_SIZE] = {0};
     curl_easy_reset(curl);  // keeps the connection cache of the handle
     curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
@@ -227,6 +245,17 @@ ChatResponse CurlChatClient::Execute(void* curl_handle, const ChatRequest& reque
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, nullptr);
 
     if (stopping_) throw LlmError(ErrorKind::kConnection, 0, "client shut down", attempt);
+    if (transfer.body_too_large || transfer.header_bytes > kMaxHeaderBytes) {
+      // Not retried: the same server would send the same reply again.
+      std::string what = transfer.body_too_large
+                             ? "the response body from " + url + " exceeds llm." + config_.name + ".max_response_bytes (" +
+                                   std::to_string(config_.max_response_bytes) +
+                                   " bytes); the rest was not read (raise max_response_bytes if such replies are expected)"
+                             : "the response headers from " + url + " exceed " + std::to_string(kMaxHeaderBytes) +
+                                   " bytes; the rest was not read";
+      spdlog::warn("llm[{}]: stage '{}': {}", config_.name, request.stage, what);
+      throw LlmError(ErrorKind::kBadOutput, static_cast<int>(status), RedactSecret(what, config_.api_key), attempt);
+    }
 
     AttemptFailure failure;
     std::string message;

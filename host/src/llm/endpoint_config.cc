@@ -19,7 +19,8 @@ const std::vector<std::string>& KnownFields() {
   static const std::vector<std::string> fields = {
       "base_url",         "model",           "api_key_env",       "max_concurrency",   "timeout",
       "connect_timeout",  "max_retries",     "initial_retry_delay", "max_retry_delay", "temperature",
-      "max_tokens",       "price_per_mtok_in", "price_per_mtok_out", "extra",           "deadline"};
+      "max_tokens",       "price_per_mtok_in", "price_per_mtok_out", "extra",           "deadline",
+      "max_response_bytes"};
   return fields;
 }
 
@@ -114,7 +115,8 @@ json EndpointConfig::ToRedactedJson() const {
               {"max_retry_delay_ms", max_retry_delay_ms},
               {"price_per_mtok_in", price_per_mtok_in},
               {"price_per_mtok_out", price_per_mtok_out},
-              {"extra", extra}};
+              {"extra", extra},
+              {"max_response_bytes", max_response_bytes}};
   out["temperature"] = temperature ? json(*temperature) : json(nullptr);
   out["max_tokens"] = max_tokens ? json(*max_tokens) : json(nullptr);
   return out;
@@ -140,6 +142,37 @@ int64_t ParseDurationMs(const json& value, const std::string& field) {
   if (!std::isfinite(ms) || ms < 1.0) ThrowConfigError(field + ": duration must be at least 1ms, got " + value.dump());
   if (ms > 1e12) ThrowConfigError(field + ": duration " + value.dump() + " is too long");
   return static_cast<int64_t>(std::llround(ms));
+}
+
+int64_t ParseByteSize(const json& value, const std::string& field, int64_t lo, int64_t hi) {
+  auto range = [&](int64_t bytes) {
+    if (bytes < lo || bytes > hi) {
+      ThrowConfigError(field + ": " + value.dump() + " is out of range [" + std::to_string(lo) + ", " +
+                       std::to_string(hi) + "] bytes");
+    }
+    return bytes;
+  };
+  if (value.is_number_integer()) return range(value.get<int64_t>());
+  if (!value.is_string()) {
+    ThrowConfigError(field + ": expected a number of bytes or a size such as \"16MiB\", got " +
+                     (value.is_number() ? value.dump() : std::string(value.type_name())));
+  }
+  const std::string text = value.get<std::string>();
+  size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  std::string unit = text.substr(digits);
+  for (auto& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  int shift = -1;
+  if (unit.empty() || unit == "B") shift = 0;
+  else if (unit == "K" || unit == "KB" || unit == "KIB") shift = 10;
+  else if (unit == "M" || unit == "MB" || unit == "MIB") shift = 20;
+  else if (unit == "G" || unit == "GB" || unit == "GIB") shift = 30;
+  if (digits == 0 || digits > 12 || shift < 0) {
+    ThrowConfigError(field + ": invalid size \"" + text + "\" (use a number of bytes or e.g. \"512K\", \"16MiB\", \"1G\")");
+  }
+  const int64_t number = std::stoll(text.substr(0, digits));
+  if (number > (hi >> shift)) range(hi + 1);  // out of range, without overflowing the shift
+  return range(number << shift);
 }
 
 EndpointConfig ParseEndpoint(const std::string& name, const json& spec, const EnvLookup& env) {
@@ -192,6 +225,11 @@ EndpointConfig ParseEndpoint(const std::string& name, const json& spec, const En
   if (spec.contains("max_tokens")) config.max_tokens = static_cast<int>(GetInt(spec, name, "max_tokens", 1, 100000000));
   if (spec.contains("price_per_mtok_in")) config.price_per_mtok_in = GetNumber(spec, name, "price_per_mtok_in", 0.0);
   if (spec.contains("price_per_mtok_out")) config.price_per_mtok_out = GetNumber(spec, name, "price_per_mtok_out", 0.0);
+  if (spec.contains("max_response_bytes")) {
+    // At least 1 KiB (an error body); at most 1 GiB (no chat reply is that long).
+    config.max_response_bytes =
+        ParseByteSize(spec.at("max_response_bytes"), FieldPath(name, "max_response_bytes"), 1ll << 10, 1ll << 30);
+  }
   if (spec.contains("extra")) {
     if (!spec.at("extra").is_object()) {
       ThrowConfigError(FieldPath(name, "extra") + ": expected an object, got " + spec.at("extra").type_name());

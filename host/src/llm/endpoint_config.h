@@ -6,7 +6,7 @@
 //     default: {base_url: "http://127.0.0.1:8000/v1", model: "gpt-oss-120b",
 //               api_key_env: OPENAI_API_KEY, max_concurrency: 4, timeout: 180s,
 //               deadline: 10m, max_retries: 4, temperature: 0.7, max_tokens: 4096,
-//               price_per_mtok_in: 0.15, price_per_mtok_out: 0.6}
+//               price_per_mtok_in: 0.15, price_per_mtok_out: 0.6, max_response_bytes: 16MiB}
 #pragma once
 
 #include <cstdint>
@@ -46,6 +46,9 @@ struct EndpointConfig {
   double price_per_mtok_in = 0.0;      ///< USD per 1e6 prompt tokens (cost estimates).
   double price_per_mtok_out = 0.0;     ///< USD per 1e6 completion tokens (cost estimates).
   nlohmann::json extra = nlohmann::json::object();  ///< Extra body fields sent with every request (e.g. reasoning_effort).
+  /// Largest response body read (decoded); a longer reply fails with llm_bad_output
+  /// before the host holds it. `max_response_bytes:` in the llm: block (bytes, or "64MiB").
+  int64_t max_response_bytes = 16ll << 20;
 
   /// base_url + "/chat/completions".
   std::string ChatCompletionsUrl() const { return base_url + "/chat/completions"; }
@@ -59,6 +62,11 @@ struct EndpointConfig {
 /// number+unit groups ("500ms", "30s", "2m", "1h", "1m30s"; a bare "30" means seconds).
 /// Returns milliseconds. Throws LlmError{llm_config} naming `field` when invalid or <= 0.
 int64_t ParseDurationMs(const nlohmann::json& value, const std::string& field);
+
+/// Parses a byte size: a JSON integer of bytes, or a string "<integer><unit>" with
+/// unit B, K/KB/KiB, M/MB/MiB or G/GB/GiB (powers of 1024; a bare number is bytes).
+/// Throws LlmError{llm_config} naming `field` when invalid or outside [lo, hi].
+int64_t ParseByteSize(const nlohmann::json& value, const std::string& field, int64_t lo, int64_t hi);
 
 /// Parses one endpoint of the `llm:` block.
 ///

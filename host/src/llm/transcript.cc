@@ -1,11 +1,19 @@
 #include "llm/transcript.h"
 
 #include <openssl/evp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <ctime>
+#include <sstream>
 #include <limits>
+
+#include <spdlog/spdlog.h>
+
+#include "core/run_dir.h"
+#include "core/unique_fd.h"
 
 namespace accelopt::llm {
 
@@ -131,22 +139,46 @@ std::vector<std::string> DescribeDifferences(const json& actual, const json& rec
 // ---------------------------------------------------------------------------------------------
 // TranscriptWriter
 
-TranscriptWriter::TranscriptWriter(std::filesystem::path path) : path_(std::move(path)) {
+TranscriptWriter::TranscriptWriter(std::filesystem::path path) {
   std::error_code ec;
-  if (path_.has_parent_path()) std::filesystem::create_directories(path_.parent_path(), ec);
-  if (std::filesystem::exists(path_)) {
+  const std::filesystem::path folder = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+  std::filesystem::create_directories(folder, ec);
+  Open(folder, path.filename());
+}
+
+TranscriptWriter::TranscriptWriter(const std::filesystem::path& base, const std::filesystem::path& relative) {
+  Open(base, relative);
+}
+
+TranscriptWriter::~TranscriptWriter() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void TranscriptWriter::Open(const std::filesystem::path& base, const std::filesystem::path& relative) {
+  path_ = base / relative;
+  try {
     // Resume: continue after the highest seq already present.
-    std::ifstream in(path_);
-    std::string line;
-    while (std::getline(in, line)) {
-      json parsed = json::parse(line, nullptr, false);
-      if (!parsed.is_discarded() && parsed.is_object() && parsed.contains("seq") && parsed.at("seq").is_number_integer()) {
-        next_seq_ = std::max(next_seq_, parsed.at("seq").get<int64_t>() + 1);
+    UniqueFd in(OpenForReadNoFollow(base, relative));
+    if (in.get() >= 0) {
+      std::string text, line;
+      char buffer[1 << 16];
+      for (ssize_t n; (n = ::read(in.get(), buffer, sizeof buffer)) != 0;) {
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) throw std::runtime_error(path_.string() + ": cannot read: " + std::strerror(errno));
+        text.append(buffer, static_cast<size_t>(n));
+      }
+      std::istringstream lines(text);
+      while (std::getline(lines, line)) {
+        json parsed = json::parse(line, nullptr, false);
+        if (!parsed.is_discarded() && parsed.is_object() && parsed.contains("seq") && parsed.at("seq").is_number_integer()) {
+          next_seq_ = std::max(next_seq_, parsed.at("seq").get<int64_t>() + 1);
+        }
       }
     }
+    fd_ = OpenForAppendNoFollow(base, relative);
+  } catch (const std::runtime_error& error) {
+    ThrowConfigError("cannot open LLM transcript " + path_.string() + " for appending: " + error.what());
   }
-  out_.open(path_, std::ios::app | std::ios::binary);
-  if (!out_) ThrowConfigError("cannot open LLM transcript " + path_.string() + " for appending");
 }
 
 void TranscriptWriter::AddSecret(const std::string& secret) {
@@ -162,8 +194,19 @@ int64_t TranscriptWriter::Append(json record) {
   record["seq"] = seq;
   std::string line = record.dump(-1, ' ', false, json::error_handler_t::replace);
   for (const auto& secret : secrets_) line = RedactSecret(std::move(line), secret);
-  out_ << line << '\n';
-  out_.flush();
+  line += '\n';
+  const char* data = line.data();
+  size_t left = line.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd_, data, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      spdlog::warn("llm: cannot append to the transcript {}: {}", path_.string(), std::strerror(errno));
+      break;
+    }
+    data += n;
+    left -= static_cast<size_t>(n);
+  }
   return seq;
 }
 

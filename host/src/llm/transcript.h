@@ -57,10 +57,20 @@ std::vector<std::string> DescribeDifferences(const nlohmann::json& actual, const
 
 /// Appends transcript lines to a file; thread-safe. Creates parent directories.
 /// When the file already exists (resume), seq numbers continue after its last line.
+/// The file is opened without following a symlink (core/run_dir.h), so a link
+/// planted in a run directory cannot redirect the appends.
 class TranscriptWriter {
  public:
-  /// Opens `path` for appending. Throws LlmError{llm_config} when it cannot be opened.
+  /// Opens `path` for appending; its folder is trusted (created if missing),
+  /// the file itself must not be a symlink. Throws LlmError{llm_config} when it
+  /// cannot be opened.
   explicit TranscriptWriter(std::filesystem::path path);
+  /// Opens `base`/`relative` for appending, following no symlink below `base`
+  /// (the run directory): `run_dir`, "llm/transcript.jsonl". Throws LlmError{llm_config}.
+  TranscriptWriter(const std::filesystem::path& base, const std::filesystem::path& relative);
+  ~TranscriptWriter();
+  TranscriptWriter(const TranscriptWriter&) = delete;
+  TranscriptWriter& operator=(const TranscriptWriter&) = delete;
 
   /// Assigns the next seq to `record["seq"]`, serialises it on one line with every
   /// occurrence of each registered secret replaced by "[REDACTED]", appends and flushes.
@@ -74,9 +84,11 @@ class TranscriptWriter {
   const std::filesystem::path& path() const { return path_; }
 
  private:
+  void Open(const std::filesystem::path& base, const std::filesystem::path& relative);
+
   std::filesystem::path path_;
   std::mutex mutex_;
-  std::ofstream out_;
+  int fd_ = -1;
   int64_t next_seq_ = 0;
   std::vector<std::string> secrets_;
 };

@@ -119,11 +119,25 @@ struct PythonOutcome {
   json details;
 };
 
+// Calls through accelopt.lua_calls, which refuses (LuaCallRefused) anything but
+// the host's functions listed in LUA_CALLABLE and functions of the user's
+// python_path modules: os.system or os.getenv("OPENAI_API_KEY") would undo the
+// sandbox (issue 34).
 PythonOutcome CallPython(const std::string& module, const std::string& function, const json& args, const json& kwargs) {
   PythonOutcome outcome;
+  json folders = json::array();
+  for (const auto& folder : python::UserPythonPaths()) folders.push_back(folder);
   try {
-    outcome.value = python::CallJsonArgs(module, function, args, kwargs);
+    outcome.value = python::CallJsonArgs("accelopt.lua_calls", "call", json::array({module, function, args, kwargs, folders}));
   } catch (const python::PythonError& e) {
+    if (e.type() == "LuaCallRefused") {
+      std::string message = e.what();
+      const std::string prefix = e.type() + ": ";
+      if (message.rfind(prefix, 0) == 0) message.erase(0, prefix.size());
+      outcome.kind = "forbidden_call";
+      outcome.message = "accel.python_call: " + message;
+      return outcome;
+    }
     outcome.kind = "python_error";
     outcome.message = module + "." + function + ": " + e.what();
     outcome.details = {{"type", e.type()}, {"traceback", e.traceback()}};
@@ -137,7 +151,8 @@ PythonOutcome CallPython(const std::string& module, const std::string& function,
 // accel.python_call(module, function [, args [, kwargs]]) -> value
 // Calls module.function(*args, **kwargs) in the host's embedded Python
 // (args: a list, kwargs: a table by name; both JSON). A Python exception
-// fails like accel.fail("python_error", message, {type, traceback}).
+// fails like accel.fail("python_error", message, {type, traceback}); a
+// function a Lua stage may not call like accel.fail("forbidden_call", message).
 int PythonCall(lua_State* L, Context&) {
   const char* module_name = luaL_checkstring(L, 1);  // argument errors unwind before any C++ object exists
   const char* function_name = luaL_checkstring(L, 2);

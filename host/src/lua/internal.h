@@ -136,6 +136,15 @@ void InstallBoundedPatterns(lua_State* L);
 /// raises a Lua error at the deadline.
 size_t BoundedFind(lua_State* L, std::string_view hay, std::string_view needle);
 
+// ---- bounded_lib.cc ---------------------------------------------------------
+
+/// Replaces string.rep, table.insert, table.remove and table.move, whose C
+/// loops the instruction hook cannot stop (`string.rep('', math.maxinteger)`,
+/// `table.move({}, 1, math.maxinteger, 1)`, a huge `__len`): string.rep counts
+/// each repetition as at least one byte of the memory limit, the table
+/// functions check the deadline every few thousand elements. Protected mode only.
+void InstallBoundedLibs(lua_State* L);
+
 // ---- accel_common.cc --------------------------------------------------------
 
 /// Adds the `accel` functions of stages and expressions alike to the table on

@@ -371,6 +371,8 @@ void OpenBaseObjects(lua_State* L, Context& ctx) {
   lua_pop(L, 2);
   // find/match/gmatch/gsub that stop at the deadline (lua/pattern.cc).
   InstallBoundedPatterns(L);
+  // string.rep and table.insert/remove/move that stop at the budgets (lua/bounded_lib.cc).
+  InstallBoundedLibs(L);
   lua_pushliteral(L, "");
   if (lua_getmetatable(L, -1) != 0) {
     lua_pushliteral(L, "string");

@@ -373,10 +373,14 @@ json Executor::Invoke(const StageSpec& spec, const fs::path& dir, const json& co
     *attempts = 0;
     return *previous;
   }
-  // A directory left by an interrupted attempt holds nothing we can trust.
-  std::error_code ignored;
-  fs::remove(dir / "outputs.json", ignored);
-  fs::remove(dir / "status.json", ignored);
+  // A directory left by an interrupted attempt holds nothing we can trust
+  // (removed without following a symlink planted below the run directory).
+  try {
+    RemoveNoFollow(run_dir_.path(), run_dir_.Relative(dir) / "outputs.json");
+    RemoveNoFollow(run_dir_.path(), run_dir_.Relative(dir) / "status.json");
+  } catch (const std::exception& error) {
+    throw StageError("stage_error", error.what());
+  }
   run_dir_.WriteJson(dir / "inputs.json", {{"uses", spec.uses}, {"with", with}});
   CheckResolvedTypes(with, params, stage->Uses(), spec);
 

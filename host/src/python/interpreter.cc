@@ -54,6 +54,7 @@ namespace {
 
 std::once_flag g_init_once;
 bool g_initialized = false;
+std::vector<std::string> g_user_paths;  // set once by Initialize
 
 // Formats the pending Python exception; must run with the GIL held.
 PythonError ConvertError(py::error_already_set& error) {
@@ -129,6 +130,9 @@ void Initialize(const std::vector<std::string>& extra_paths) {
         throw ConvertError(error);
       }
     }
+    for (const auto& entry : SysPathEntries(extra_paths)) {
+      if (entry != HostPythonDir()) g_user_paths.push_back(entry);
+    }
     PyEval_SaveThread();  // release the GIL for the rest of the process
     g_initialized = true;
   });
@@ -136,6 +140,8 @@ void Initialize(const std::vector<std::string>& extra_paths) {
 }
 
 bool IsInitialized() { return g_initialized; }
+
+std::vector<std::string> UserPythonPaths() { return g_initialized ? g_user_paths : std::vector<std::string>{}; }
 
 namespace {
 

@@ -56,6 +56,13 @@ std::vector<std::string> SysPathEntries(const std::vector<std::string>& extra_pa
 /// True once Initialize() succeeded.
 bool IsInitialized();
 
+/// The user's folders on sys.path (ACCELOPT_PYTHON_PATH's and the
+/// `extra_paths` given to Initialize: a pipeline's python_path:, --python-path),
+/// without the host's own folder; empty before Initialize. accel.python_call
+/// lets Lua stages call functions defined in modules of these folders only
+/// (besides the host's functions listed in LUA_CALLABLE).
+std::vector<std::string> UserPythonPaths();
+
 /// Returns `module.function(json.loads(arg))` as JSON (the function's
 /// result must be JSON-serialisable). Thread-safe; takes the GIL.
 /// Throws PythonError with the formatted traceback on any exception.

@@ -1,5 +1,7 @@
 #include "report/run_index.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <set>
 #include <system_error>
@@ -110,8 +112,30 @@ IndexedRun IndexedRun::FromJson(const json& value) {
 
 fs::path IndexFile(const fs::path& root) { return root / "index.sqlite"; }
 
+namespace {
+
+// The index and its rollback journal must be regular files or absent: a link
+// planted at index.sqlite would make `runs` write its tables into another
+// database, a FIFO would hang it (issue 34). SQLite's OPEN_NOFOLLOW closes the
+// window between this check and the open for the database file itself.
+void RefuseLinks(const fs::path& file) {
+  for (const std::string suffix : {"", "-journal", "-wal", "-shm"}) {
+    const fs::path path = file.string() + suffix;
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0) continue;  // absent: created as a regular file
+    if (S_ISLNK(st.st_mode)) {
+      throw std::runtime_error(path.string() + ": refusing a symlink (the run index is never opened through a link)");
+    }
+    if (!S_ISREG(st.st_mode)) throw std::runtime_error(path.string() + ": not a regular file");
+  }
+}
+
+}  // namespace
+
 RunIndex::RunIndex(const fs::path& file) {
-  db_ = std::make_unique<SQLite::Database>(file.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+  RefuseLinks(file);
+  db_ = std::make_unique<SQLite::Database>(file.string(),
+                                           SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE | SQLite::OPEN_NOFOLLOW);
   db_->setBusyTimeout(10000);
   db_->exec("PRAGMA foreign_keys = ON");
   const int version = db_->execAndGet("PRAGMA user_version").getInt();

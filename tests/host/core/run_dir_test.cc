@@ -1,6 +1,7 @@
 // Run directories never follow a symlink planted inside them.
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -100,4 +101,61 @@ TEST_CASE("a run directory that is a symlink is refused", "[core][run_dir]") {
   // Folders above the run directory are the user's and may be symlinks.
   fs::create_directory_symlink(outside.path(), dir.path() / "link");
   CHECK(RunDirectory::Create(dir.path() / "link/run", "t").path() == dir.path() / "link/run");
+}
+
+TEST_CASE("RemoveNoFollow deletes a tree below the run, never a link's target", "[core][run_dir][security]") {
+  TempDir dir;
+  TempDir outside;
+  auto victim = outside.Write("keep/victim.txt", "precious");
+  RunDirectory run = RunDirectory::Create(dir.path() / "run", "t");
+  dir.Write("run/stages/01-a/build/abc/solution.so", "x");
+  dir.Write("run/stages/01-a/build/abc/src/k.cu", "y");
+  // Links inside the tree: removed themselves.
+  fs::create_directory_symlink(outside.path() / "keep", run.path() / "stages/01-a/build/abc/src/linked-dir");
+  fs::create_symlink(victim, run.path() / "stages/01-a/build/abc/linked-file");
+  CHECK(accelopt::RemoveNoFollow(run.path(), "stages/01-a/build/abc"));
+  CHECK_FALSE(fs::exists(run.path() / "stages/01-a/build/abc"));
+  CHECK(Slurp(victim) == "precious");
+  CHECK_FALSE(accelopt::RemoveNoFollow(run.path(), "stages/01-a/build/abc"));  // gone: false
+  CHECK_FALSE(accelopt::RemoveNoFollow(run.path(), "stages/09-none/build/abc"));
+
+  // The planted build folder of issue 34: stages/*/build -> a folder outside. Refused, nothing deleted.
+  fs::create_directory_symlink(outside.path(), run.path() / "stages/02-b");
+  CHECK_THAT(ErrorOf([&] { accelopt::RemoveNoFollow(run.path(), "stages/02-b/keep"); }),
+             Catch::Contains("stages/02-b: refusing a symlink"));
+  CHECK(Slurp(victim) == "precious");
+  // A link as the last component: the link goes, its target stays.
+  fs::create_directory_symlink(outside.path() / "keep", run.path() / "stages/01-a/build/def");
+  CHECK(accelopt::RemoveNoFollow(run.path(), "stages/01-a/build/def"));
+  CHECK(Slurp(victim) == "precious");
+  CHECK_THAT(ErrorOf([&] { accelopt::RemoveNoFollow(run.path(), "."); }), Catch::Contains("base folder"));
+  CHECK_THAT(ErrorOf([&] { accelopt::RemoveNoFollow(run.path(), "../x"); }), Catch::Contains("'..' is not allowed"));
+}
+
+TEST_CASE("AppendNoFollow and OpenForReadNoFollow refuse links, FIFOs and folders", "[core][run_dir][security]") {
+  TempDir dir;
+  TempDir outside;
+  auto victim = outside.Write("victim.txt", "precious");
+  RunDirectory run = RunDirectory::Create(dir.path() / "run", "t");
+  accelopt::AppendNoFollow(run.path(), "optimize/records.jsonl", "{}\n");
+  accelopt::AppendNoFollow(run.path(), "optimize/records.jsonl", "{}\n");
+  CHECK(Slurp(run.path() / "optimize/records.jsonl") == "{}\n{}\n");
+  fs::create_symlink(victim, run.path() / "optimize/fixer.jsonl");
+  CHECK_THAT(ErrorOf([&] { accelopt::AppendNoFollow(run.path(), "optimize/fixer.jsonl", "x"); }),
+             Catch::Contains("optimize/fixer.jsonl: refusing a symlink"));
+  CHECK(Slurp(victim) == "precious");
+  REQUIRE(::mkfifo((run.path() / "optimize/fifo").c_str(), 0600) == 0);
+  CHECK_THAT(ErrorOf([&] { accelopt::AppendNoFollow(run.path(), "optimize/fifo", "x"); }),
+             Catch::Contains("not a regular file") || Catch::Contains("cannot open"));
+
+  int fd = accelopt::OpenForReadNoFollow(run.path(), "optimize/records.jsonl");
+  CHECK(fd >= 0);
+  ::close(fd);
+  CHECK(accelopt::OpenForReadNoFollow(run.path(), "optimize/missing") == -1);
+  CHECK(accelopt::OpenForReadNoFollow(run.path(), "missing/records.jsonl") == -1);
+  CHECK_THAT(ErrorOf([&] { accelopt::OpenForReadNoFollow(run.path(), "optimize/fixer.jsonl"); }),
+             Catch::Contains("refusing a symlink"));
+  CHECK_THAT(ErrorOf([&] { accelopt::OpenForReadNoFollow(run.path(), "optimize/fifo"); }),  // does not block
+             Catch::Contains("not a regular file"));
+  CHECK_THAT(ErrorOf([&] { accelopt::OpenForReadNoFollow(run.path(), "optimize"); }), Catch::Contains("not a regular file"));
 }

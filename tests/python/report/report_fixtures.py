@@ -86,6 +86,8 @@ def beam_run(root, name="20261125-110000-nkibench-optimize", with_report=True, l
     beam, records, profiles = [], [], []
     for case, problem in (("silu_M256", "silu"), ("adamw_M192", "adamw")):
         kernel = _write(os.path.join(root, "nkibench", f"{problem}_0.py"), BASE_KERNEL)
+        # native:optimize_init keeps a copy inside the run: the report reads no file outside it.
+        _write(os.path.join(run_dir, "stages", "04-init", "baselines", f"{case}.py"), BASE_KERNEL)
         beam.append({"id": f"{case}_ID0", "case_name": case, "problem": problem, "origin": "baseline", "kernel": kernel,
                      "latency_ms": base_latency[case], "baseline_latency_ms": base_latency[case], "lineage": [], "history": [],
                      "metrics": _metrics(base_latency[case])})

@@ -16,8 +16,7 @@ Sources (docs/optimize.md, "Candidates and records"):
 import collections
 import math
 import os
-
-from ..run_files import load_json
+import re
 
 
 class BeamRun:
@@ -98,6 +97,23 @@ class BeamRun:
         winner_id = (row.get("winner") or {}).get("id")
         return self.entries.get(winner_id) or self.best.get(row["case_name"]) or self.baseline(row["case_name"])
 
+    def kernel_text(self, path):
+        """The source of a kernel the run names, when it is a regular file inside the run (else "")."""
+        return self.run.text(path, "") if path else ""
+
+    def baseline_text(self, case_name):
+        """The source of a case's baseline: the file its beam entry names when that lies inside the run,
+        else the copy native:optimize_init keeps (``stages/*/baselines/<case>.py``); "" when neither.
+        The original (e.g. NKIBench's kernel) is outside the run and never read."""
+        text = self.kernel_text(self.baseline(case_name).get("kernel"))
+        if text:
+            return text
+        for path in self.run.glob(os.path.join("stages", "*", "baselines", _safe_name(case_name) + ".py")):
+            text = self.run.text(path, "")
+            if text:
+                return text
+        return ""
+
     def records_of(self, case_name):
         """The case's records in scoring order."""
         return self._by_case.get(case_name, [])
@@ -130,11 +146,16 @@ class BeamRun:
             folder = os.path.dirname(outputs)
             if not os.path.isdir(self.run.path(os.path.join(folder, "item-0000"))):
                 continue
-            for index, item in enumerate(_as_list(load_json(self.run.path(outputs)))):  # not cached: large
+            for index, item in enumerate(_as_list(self.run.load_json(outputs))):  # not cached: large
                 case = item.get("case") or item.get("item") or {}
                 if isinstance(case, dict) and case.get("id"):
                     found.setdefault(case["id"], os.path.join(folder, f"item-{index:04d}"))
         return found
+
+
+def _safe_name(text):
+    """File name of a case as plugins/optimize's SafeName makes it: [A-Za-z0-9._-], others '_'."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", text)
 
 
 def _as_list(value):

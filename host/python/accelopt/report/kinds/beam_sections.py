@@ -6,7 +6,6 @@ from .. import diffview
 from .. import markup
 from .. import metrics_charts
 from ..page import Section
-from ..run_files import read_text
 
 
 def _num(value):
@@ -152,9 +151,9 @@ def lineage_section(data, base_dir):
                           markup.fmt_x(record.get("speedup")), markup.fmt_x(record.get("speedup_vs_baseline"))))
         content = markup.table(["step", "kernel", "plan / move", "latency ms", "vs parent", "vs baseline"], steps,
                                numeric=(3, 4, 5))
-        before = read_text(baseline.get("kernel", ""), "") if baseline.get("kernel") else ""
-        after_path = winner.get("kernel") or row.get("kernel")
-        after = read_text(after_path, "") if after_path else ""
+        # Only files inside the run are read (run_files.read_bytes): a run names paths anywhere.
+        before = data.baseline_text(name)
+        after = data.kernel_text(winner.get("kernel") or row.get("kernel"))
         if history and before and after:
             added, removed = diffview.diff_stats(before, after)
             content += markup.tag("p", markup.esc(f"Baseline → best: +{added} / -{removed} lines."), class_="note")
@@ -180,7 +179,7 @@ def candidates_section(data, base_dir):
             if kernel:
                 files.append(_kernel_link(kernel, base_dir, "py"))
                 sidecar = os.path.splitext(kernel)[0] + ".json"
-                if os.path.isfile(sidecar):
+                if data.run.exists(sidecar):
                     files.append(_kernel_link(sidecar, base_dir, "json"))
             if record.get("id") in profile_dirs:
                 files.append(markup.link("profile", markup.rel_href(data.run.path(profile_dirs[record["id"]]), base_dir)))
