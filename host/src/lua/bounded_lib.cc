@@ -10,6 +10,7 @@
 // memory limit, and the table functions poll the deadline as they go. Their
 // results are otherwise those of Lua 5.4's ltablib.c / lstrlib.c.
 #include <cstdint>
+#include <string>
 
 #include "lua/internal.h"
 
@@ -38,10 +39,11 @@ int Rep(lua_State* L) {
   const bool capped = ctx.limit_bytes != static_cast<size_t>(-1);
   const lua_Unsigned limit = capped ? static_cast<lua_Unsigned>(ctx.limit_bytes) : kUncappedRepetitions;
   if (n > 0 && static_cast<lua_Unsigned>(n) > limit) {
-    return luaL_error(L,
-                      "string.rep: %I repetitions exceed the sandbox's memory limit of %I bytes (each repetition "
-                      "counts as at least one byte)",
-                      n, static_cast<lua_Integer>(limit));
+    // Classified as out_of_memory like any allocation over the cap (sandbox.cc), with the reason.
+    ctx.memory_limit_hit = true;
+    ctx.memory_detail = "string.rep: " + std::to_string(n) + " repetitions exceed the memory limit (each " +
+                        "repetition counts as at least one byte)";
+    return luaL_error(L, "string.rep: not enough memory");
   }
   int args = lua_gettop(L);
   lua_pushvalue(L, lua_upvalueindex(1));

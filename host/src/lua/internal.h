@@ -53,6 +53,9 @@ struct Context {
   size_t limit_bytes = static_cast<size_t>(-1);
   bool memory_limit_hit = false;
   bool error_slack_given = false;
+  /// Why a host function refused memory before allocating it (string.rep),
+  /// appended to the out_of_memory message.
+  std::string memory_detail;
 
   // Deadline hook.
   bool has_deadline = false;

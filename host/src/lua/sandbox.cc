@@ -571,7 +571,8 @@ LuaError Sandbox::ErrorFromStatus(int status) {
   bool oom_message = message.size() >= 17 && message.compare(message.size() - 17, 17, "not enough memory") == 0;
   if (status == LUA_ERRMEM || (ctx.memory_limit_hit && (status == LUA_ERRERR || oom_message))) {
     return LuaError("out_of_memory",
-                    ctx.chunk_name + ": out of memory (limit " + std::to_string(ctx.limits.memory_bytes) + " bytes)",
+                    ctx.chunk_name + ": out of memory (limit " + std::to_string(ctx.limits.memory_bytes) + " bytes)" +
+                        (ctx.memory_detail.empty() ? std::string() : ": " + ctx.memory_detail),
                     location, err.traceback);
   }
   if (err.is_failure) {

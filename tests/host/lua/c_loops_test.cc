@@ -76,11 +76,13 @@ TEST_CASE("lua: string.rep of an empty string a maxinteger times ends at once wi
     Outcome out = Expression(text);
     REQUIRE(out.finished);
     CHECK(out.seconds < 2.0);
+    CHECK(out.kind == "out_of_memory");
     CHECK_THAT(out.message, Catch::Contains("string.rep") && Catch::Contains("repetitions"));
   }
   Outcome stage = Stage("local s = string.rep('', math.maxinteger)");
   REQUIRE(stage.finished);
   CHECK(stage.seconds < 2.0);
+  CHECK(stage.kind == "out_of_memory");
   CHECK_THAT(stage.message, Catch::Contains("string.rep") && Catch::Contains("memory limit"));
   // pcall does not turn it into a loop either.
   stage = Stage("for i = 1, 3 do pcall(string.rep, '', math.maxinteger) end");
