@@ -93,7 +93,8 @@ constexpr const char* kReportParams = R"JSON({
   "best": {"type": "any", "required": true, "doc": "case_name -> best kernel (the loop's carry)"},
   "target": {"type": "string", "default": "trn1", "enum": ["trn1", "trn2"], "doc": "peak model target (trn1, trn2)"},
   "mode": {"type": "string", "default": "", "enum": ["", "llm", "rules"], "doc": "llm or rules (shown in the report)"},
-  "out_dir": {"type": "string", "default": "", "doc": "where to write (default: the run directory)"}
+  "out_dir": {"type": "string", "default": "", "doc": "where to write (default: the run directory)"},
+  "evaluated": {"type": "any", "default": null, "doc": "what the search has evaluated so far (e.g. the loop's carry.used or iterations); not read: a change makes `run --resume` write the report again from optimize/records.jsonl"}
 })JSON";
 
 // Declared outputs (shown by `accelopt-host stages`, checked by `validate`).

@@ -1,5 +1,9 @@
 // native:score and native:fixer.
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
 
 #include "prompt_data.h"
 #include "stages.h"
@@ -60,6 +64,42 @@ void ApplyProfile(json& record, const json& result) {
   }
 }
 
+// The candidate ids already in a run's records.jsonl, read once per process
+// and kept up to date by the appends below. A score stage that runs again on
+// `run --resume` (its inputs changed: e.g. --set vars.budget=...) then appends
+// only the candidates the file does not hold yet: one line per candidate.
+class RecordLog {
+ public:
+  static RecordLog& Instance() {
+    static RecordLog log;
+    return log;
+  }
+  // Appends `line` unless a line with its id is already there; true when appended.
+  bool Append(const fs::path& path, const json& line) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto& ids = IdsOf(path);
+    const std::string id = line.value("id", std::string());
+    if (!id.empty() && !ids.insert(id).second) return false;
+    AppendJsonLine(path, line);
+    return true;
+  }
+
+ private:
+  std::set<std::string>& IdsOf(const fs::path& path) {
+    auto found = ids_.find(path.string());
+    if (found != ids_.end()) return found->second;
+    std::set<std::string>& ids = ids_[path.string()];
+    std::ifstream in(path);
+    for (std::string text; std::getline(in, text);) {
+      json record = json::parse(text, nullptr, false);
+      if (record.is_object() && record.contains("id") && record["id"].is_string()) ids.insert(record["id"].get<std::string>());
+    }
+    return ids;
+  }
+  std::mutex mutex_;
+  std::map<std::string, std::set<std::string>> ids_;
+};
+
 bool Fixable(const json& record) {
   if (record.value("status", "") != "failed" || !record.contains("kernel")) return false;
   static const std::vector<std::string> kinds = {"compile_error", "runtime_error", "shape_mismatch", "nan_inf",
@@ -114,7 +154,7 @@ json RunScore(StageContext& ctx) {
   for (const auto& record : records) {
     json line = record;
     line.erase("metrics");
-    AppendJsonLine(run_log, line);
+    RecordLog::Instance().Append(run_log, line);
   }
   WriteJson(fs::path(ctx.StageDir()) / "executor_results.json", records);
   json summary = {{"total", records.size()}, {"ok", ok}, {"failed", static_cast<int>(records.size()) - ok},

@@ -1,5 +1,6 @@
 #include "cli/commands.h"
 #include "cli/report_command.h"
+#include "cli/run_outcome.h"
 #include "cli/run_record.h"
 #include "cli/run_services.h"
 
@@ -76,19 +77,55 @@ nlohmann::json BackendChoice(const std::string& requested) {
   }
 }
 
-// For --resume: the pipeline file and --set values recorded in run.json.
-bool LoadResumeOptions(RunOptions& options) {
+// The key of a "KEY=VALUE" --set ("" when there is no '=').
+std::string SetKey(const std::string& set) {
+  auto eq = set.find('=');
+  return eq == std::string::npos ? "" : set.substr(0, eq);
+}
+
+// For --resume: the pipeline file and --set values recorded in run.json, then
+// the --set values given now, applied on top (docs/cli.md, "Run directories
+// and `--resume`"). vars.* and llm.* are applied and said: the executor reuses
+// only stages whose resolved inputs are unchanged, so what a new value
+// affects runs again and the rest is reused. backend.* and name are refused
+// (exit 2): the run's finished candidates were measured on the recorded
+// backend and target, and new ones would not compare with them.
+bool LoadResumeOptions(RunOptions& options, std::vector<std::string>* applied) {
   auto path = std::filesystem::path(options.resume) / "run.json";
+  std::vector<std::string> given = options.sets;
   try {
     auto run = nlohmann::json::parse(ReadFile(path));
     options.pipeline = run.at("pipeline").get<std::string>();
     options.sets = run.value("sets", std::vector<std::string>{});
     options.run_dir = options.resume;
-    return true;
   } catch (const std::exception& error) {
     std::cerr << path.string() << ": error: cannot resume: " << error.what() << "\n";
     return false;
   }
+  bool ok = true;
+  for (const auto& set : given) {
+    const std::string key = SetKey(set);
+    const std::string top = key.substr(0, key.find('.'));
+    if (top == "backend" || top == "name") {
+      std::cerr << "--set " << set << ": error: cannot change " << (key.empty() ? set : key)
+                << " when resuming: the run's finished stages and candidates were made with the recorded value"
+                << " (run.json \"sets\"); start a new run instead\n";
+      ok = false;
+      continue;
+    }
+    std::string before;
+    for (const auto& recorded : options.sets)
+      if (SetKey(recorded) == key) before = recorded;
+    if (before == set) {
+      spdlog::info("resume: --set {} is already the run's value", set);
+      continue;
+    }
+    options.sets.push_back(set);  // later --set wins (pipeline/loader.h)
+    applied->push_back(set);
+    spdlog::info("resume: applying --set {}{}; stages whose inputs change run again, the others are reused", set,
+                 before.empty() ? " (the run had the pipeline's value)" : " (the run had " + before + ")");
+  }
+  return ok;
 }
 
 }  // namespace
@@ -99,7 +136,8 @@ int RunCommand(const RunOptions& given, const std::vector<std::string>& argv) {
   InstallSignalHandlers(g_cancel.get());
   RunOptions options = given;
   const bool resume = !options.resume.empty();
-  if (resume && !LoadResumeOptions(options)) return kExitUsage;
+  std::vector<std::string> resume_sets;  // --set values given with --resume and applied
+  if (resume && !LoadResumeOptions(options, &resume_sets)) return kExitUsage;
   StageRegistry registry;
   LoadRegistry(registry);
   auto prepared = Prepare(options.pipeline, options.sets, registry);
@@ -129,6 +167,11 @@ int RunCommand(const RunOptions& given, const std::vector<std::string>& argv) {
       auto previous = nlohmann::json::parse(ReadFile(run_dir->path() / "run.json"));
       run_json["started_at"] = previous.value("started_at", run_json["started_at"].get<std::string>());
       run_json["resumes"] = previous.value("resumes", 0) + 1;
+      if (!resume_sets.empty()) {
+        nlohmann::json history = previous.value("resume_sets", nlohmann::json::array());
+        history.push_back({{"resume", run_json["resumes"]}, {"sets", resume_sets}});
+        run_json["resume_sets"] = history;
+      }
       if (ReadFile(run_dir->path() / "pipeline.resolved.yaml") != pipeline.resolved_yaml) {
         spdlog::warn("the pipeline changed since this run started; stages whose inputs changed run again");
       }
@@ -149,7 +192,9 @@ int RunCommand(const RunOptions& given, const std::vector<std::string>& argv) {
   std::unique_ptr<Journal> journal;
   try {
     journal = std::make_unique<Journal>(run_dir->path() / "journal.jsonl");
-    journal->Append({{"event", resume ? "run_resumed" : "run_started"}, {"pipeline", pipeline.file.string()}});
+    nlohmann::json started = {{"event", resume ? "run_resumed" : "run_started"}, {"pipeline", pipeline.file.string()}};
+    if (!resume_sets.empty()) started["sets_applied"] = resume_sets;
+    journal->Append(started);
   } catch (const std::exception& error) {
     std::cerr << "error: " << error.what() << "\n";
     record->Finish("failed", {{"kind", "config_error"}, {"message", error.what()}});
@@ -184,8 +229,10 @@ int RunCommand(const RunOptions& given, const std::vector<std::string>& argv) {
   } catch (const std::exception& error) {  // a host bug or an I/O failure: record it, never leave "running"
     spdlog::error("run aborted: {}", error.what());
     progress.Clear();
-    record->Finish("failed", {{"kind", "internal_error"}, {"message", error.what()}});
-    return kExitFailed;
+    RunOutcome outcome{"failed", kExitFailed, {{"kind", "internal_error"}, {"message", error.what()}}};
+    record->Finish(outcome.status, outcome.error);
+    spdlog::error("{}", OutcomeLine(pipeline.name, outcome, RunResult{}, run_dir->path().string()));
+    return outcome.exit_code;
   }
   try {
     journal->Append({{"event", "run_finished"}, {"status", result.status}, {"reused", executor.reused()}});
@@ -198,10 +245,19 @@ int RunCommand(const RunOptions& given, const std::vector<std::string>& argv) {
   record->json()["failed_stages"] = result.failed_stages;
   record->json()["failed_items"] = result.failed_items;
   record->json()["stages"] = result.stages;
-  if (auto summary = services->Summary(); !summary.is_null()) record->json()["services"] = summary;
-  record->Finish(result.status);
-  spdlog::info("run {}: {} ({} failed stages, {} failed items) — {}", pipeline.name, result.status, result.failed_stages,
-               result.failed_items, run_dir->path().string());
+  const nlohmann::json summary = services->Summary();
+  if (!summary.is_null()) record->json()["services"] = summary;
+  // One rule for status, exit code and the last line (cli/run_outcome.h, docs/cli.md).
+  nlohmann::json first_llm_error;
+  if (summary.is_object() && summary.contains("llm") && summary["llm"].value("transcript", nlohmann::json()).is_string())
+    first_llm_error = FirstTranscriptError(summary["llm"]["transcript"].get<std::string>());
+  const RunOutcome outcome = DecideOutcome(result, summary, first_llm_error);
+  record->Finish(outcome.status, outcome.error);
+  const std::string last_line = OutcomeLine(pipeline.name, outcome, result, run_dir->path().string());
+  auto say_outcome = [&] {
+    if (outcome.status == "succeeded") spdlog::info("{}", last_line);
+    else spdlog::error("{}", last_line);
+  };
   // report.html and the runs index; a failure there is a warning, never the run's outcome.
   if (AbandonedStages() == 0) FinishRunArtifacts(run_dir->path());
   else spdlog::warn("report skipped while timed-out stages still run; write it with `accelopt-host report {}`", run_dir->path().string());
@@ -210,16 +266,13 @@ int RunCommand(const RunOptions& given, const std::vector<std::string>& argv) {
     // plugins or destroying the services under them would crash. Every result
     // is on disk (atomic writes, fsync'd journal), so leave without destructors.
     spdlog::warn("{} timed-out stage(s) still running; exiting without waiting for them", abandoned);
+    say_outcome();
     spdlog::default_logger()->flush();
     std::fflush(nullptr);
-    std::_Exit(result.ExitCode());
+    std::_Exit(outcome.exit_code);
   }
-  // A stage that found the run cannot work as configured (kind usage_error,
-  // e.g. an LLM-only pipeline without an endpoint) makes it a usage error.
-  for (const auto& [id, stage] : result.stages.items())
-    if (stage.is_object() && stage["error"].is_object() && stage["error"].value("kind", "") == "usage_error")
-      return kExitUsage;
-  return result.ExitCode();
+  say_outcome();  // the last line: the same status as run.json and the exit code
+  return outcome.exit_code;
 }
 
 int ValidateCommand(const std::string& file, const std::vector<std::string>& sets) {

@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
   std::string log_level = "info";
   app.add_option("--log-level", log_level, "trace, debug, info, warn or error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
-  app.footer("Exit codes: 0 ok, 1 some kernels/stages failed, 2 usage or pipeline error.");
+  app.footer("Exit codes: 0 succeeded, 1 failed or interrupted (results still written), 2 usage or pipeline error; docs/cli.md, \"Statuses and exit codes\".");
 
   accelopt::cli::RunOptions run;
   auto* run_cmd = app.add_subcommand("run", "Run a pipeline");

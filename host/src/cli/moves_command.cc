@@ -30,8 +30,8 @@ void PrintTable(const MovesOptions& options, const nlohmann::json& profile, cons
   std::cout << "moves for " << options.kernel;
   if (profile.is_object() && profile.value("correct", false) && profile["latency_ms"].is_number()) {
     const auto& m = profile["metrics"];
-    std::printf(" (profiled: %.4f ms, bottleneck %s; ranked by the profile)\n", profile["latency_ms"].get<double>(),
-                m.value("bottleneck", "?").c_str());
+    std::printf(" (profiled: %.4f ms, bottleneck %s; ranked by the predicted gain; a search tries them in the "
+                "order of `search #`)\n", profile["latency_ms"].get<double>(), m.value("bottleneck", "?").c_str());
   } else {
     std::cout << " (no profile: ranked by the rules' priors; --reference REF ranks by the kernel's metrics)\n";
   }
@@ -39,6 +39,8 @@ void PrintTable(const MovesOptions& options, const nlohmann::json& profile, cons
     std::cout << "  no rule applies\n";
     return;
   }
+  const bool ranked_by_gain = !plans.empty() && plans[0].contains("search_rank");
+  std::printf("%3s  %-9s %s\n", "#", "gain", ranked_by_gain ? "move (search #)" : "move");
   int rank = 0;
   for (const auto& plan : plans) {
     std::string gain = "-";
@@ -47,7 +49,9 @@ void PrintTable(const MovesOptions& options, const nlohmann::json& profile, cons
       std::snprintf(buffer, sizeof(buffer), "%.1f %%", 100.0 * plan["predicted_gain"].get<double>());
       gain = buffer;
     }
-    std::printf("%3d  %-9s %s\n", ++rank, gain.c_str(), plan.value("id", "").c_str());
+    std::string id = plan.value("id", "");
+    if (ranked_by_gain && plan["search_rank"].is_number_integer()) id += " (" + std::to_string(plan["search_rank"].get<int>()) + ")";
+    std::printf("%3d  %-9s %s\n", ++rank, gain.c_str(), id.c_str());
     std::cout << "               " << plan.value("description", "") << "\n";
     if (!plan.value("effect", "").empty()) std::cout << "               effect: " << plan.value("effect", "") << "\n";
   }
@@ -101,7 +105,10 @@ int MovesCommand(const MovesOptions& options) {
                               {"input_shapes", profile.is_object() ? profile.value("input_shapes", nlohmann::json::array())
                                                       : nlohmann::json::array()},
                               {"max_plans", options.max_moves},
-                              {"seed", 0}});
+                              {"seed", 0},
+                              // With metrics, a gain per move: list them in that order (the
+                              // column and the rank agree); search_rank keeps the searches' order.
+                              {"rank", metrics.empty() ? "score" : "predicted_gain"}});
   } catch (const python::PythonError& error) {
     std::cerr << "error: accelopt.rules.propose: " << error.what() << "\n";
     return kExitUsage;

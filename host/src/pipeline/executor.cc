@@ -33,6 +33,8 @@ struct Executor::StageRecord {
   json outputs;
   json error;
   int failed_items = 0;
+  int64_t items = 0;       // for_each: items in all
+  json first_item_error;  // for_each: the error of the first failed item
 };
 
 namespace {
@@ -242,11 +244,14 @@ RunResult Executor::Run() {
     spdlog::error("cannot resolve vars: {}", error.what());
     result_.status = "failed";
     result_.failed_stages = 1;
+    result_.first_failure = {{"stage", "vars"}, {"dir", ""}, {"kind", error.kind()}, {"message", error.what()}};
     return result_;
   }
   RunList(pipeline_.stages, run_dir_.path() / "stages", scope);
+  // One rule: any failed stage or counted item makes the run failed, also
+  // when the pipeline went on past it (on_failure: continue).
   if (Cancelled()) result_.status = "interrupted";
-  else if (failed_) result_.status = "failed";
+  else if (failed_ || result_.failed_stages > 0 || result_.failed_items > 0) result_.status = "failed";
   return result_;
 }
 
@@ -291,6 +296,23 @@ bool Executor::RunList(const std::vector<StageSpec>& list, const fs::path& dir, 
       std::lock_guard<std::mutex> lock(result_mutex_);
       result_.stages[spec.id] = {{"status", record.status}, {"error", record.error}};
       result_.failed_items += record.failed_items;
+      if (result_.first_failure.is_null() && (record.status == "failed" || record.failed_items > 0)) {
+        json failure = {{"stage", spec.id}, {"dir", fs::relative(stage_dir, run_dir_.path()).string()}};
+        if (record.status == "failed" && record.error.is_object()) {
+          failure["kind"] = record.error.value("kind", "stage_error");
+          failure["message"] = record.error.value("message", "");
+        } else {
+          failure["kind"] = "items_failed";
+          std::string message = "stage '" + spec.id + "': " + std::to_string(record.failed_items) + " of " +
+                                std::to_string(record.items) + " items failed";
+          if (record.first_item_error.is_object()) {
+            message += "; the first: " + record.first_item_error.value("kind", std::string("error")) + ": " +
+                       record.first_item_error.value("message", std::string());
+          }
+          failure["message"] = message;
+        }
+        result_.first_failure = failure;
+      }
       if (record.status == "failed") {
         ++result_.failed_stages;
         if (spec.on_failure != "continue") failed_ = true;
@@ -549,6 +571,15 @@ Executor::StageRecord Executor::RunForEach(const StageSpec& spec, const fs::path
   worker();
   for (auto& thread : pool) thread.join();
   record.outputs = json(outputs);
+  record.items = total;
+  for (const auto& output : outputs) {  // the first failed item, in item order
+    const bool counted = output.is_object() && output.value("ok", true) == false &&
+                         (spec.count_failed_items || output.contains("item"));
+    if (!counted) continue;
+    record.first_item_error = output.value("error", json());
+    if (!record.first_item_error.is_object()) record.first_item_error = {{"kind", "not_ok"}, {"message", "the item reported ok: false"}};
+    break;
+  }
   // Items that ran but reported ok: false (e.g. a wrong candidate kernel)
   // count toward the exit code unless the stage expects them.
   record.failed_items = errors + (spec.count_failed_items ? not_ok.load() : 0);

@@ -29,14 +29,21 @@
 
 namespace accelopt {
 
-/// Outcome of a whole run.
+/// Outcome of a whole run (docs/cli.md, "Statuses and exit codes"): one
+/// status per exit code, so run.json, the last log line and the exit code agree.
 struct RunResult {
-  std::string status = "succeeded";  // succeeded | failed | interrupted
+  /// succeeded (every stage and item succeeded; items the stage declares
+  /// expected, `failed_items: ignore`, do not count) | failed (a stage or an
+  /// item failed, with on_failure: continue too) | interrupted.
+  std::string status = "succeeded";
   int failed_stages = 0;
   int failed_items = 0;
   nlohmann::json stages = nlohmann::json::object();  // id -> {status, outputs, error}
-  /// 0 = everything ok; 1 = some stage or item failed (or interrupted).
-  int ExitCode() const { return (status == "succeeded" && failed_stages == 0 && failed_items == 0) ? 0 : 1; }
+  /// The first failure, the cause later failures may follow from:
+  /// {"stage", "dir" (run-relative), "kind", "message"}; null when none.
+  nlohmann::json first_failure;
+  /// 0 = succeeded; 1 = failed or interrupted.
+  int ExitCode() const { return status == "succeeded" ? 0 : 1; }
 };
 
 /// Stages given up on at their timeout whose threads still run (a stage that

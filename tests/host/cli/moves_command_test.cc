@@ -45,8 +45,28 @@ TEST_CASE("moves --reference ranks by the profiled metrics with a predicted gain
     REQUIRE(plan["predicted_gain"].is_number());
     CHECK(plan["predicted_gain"].get<double>() >= 0.0);
   }
-  // the listing is sorted by the profile-aware score: the silu fusion first on this VectorE-heavy kernel
+  // the listing is sorted by the predicted gain: the silu fusion first on this VectorE-heavy kernel
   CHECK(out["plans"][0]["rule"] == "fuse_silu");
+}
+
+TEST_CASE("moves --reference offers only what the reference's shapes allow, in the order of its gain column",
+          "[cli][moves]") {
+  auto result = RunHost({"moves", kSilu, "--reference", kSiluRef, "--json", "--max", "40"});
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+  json out = json::parse(result.output.substr(result.output.find('{')));
+  REQUIRE(out["profile"]["input_shapes"] == json::array({json::array({256, 1024})}));
+  double previous = 1.0;
+  for (const auto& plan : out["plans"]) {
+    CHECK(plan["id"] != "tunable:TILE_N=2048");  // N = 1024: fails the kernel's N % TILE_N assert
+    const double gain = plan["predicted_gain"].get<double>();
+    CHECK(gain <= previous);  // rank order and predicted gain agree
+    previous = gain;
+    if (plan["rule"] == "tunable" && plan["params"]["value"] < plan["params"]["old"])
+      CHECK_THAT(plan["effect"].get<std::string>(), !Catch::Contains("fewer, larger"));
+  }
+  auto text = RunHost({"moves", kSilu, "--reference", kSiluRef});
+  CHECK_THAT(text.output, Catch::Contains("ranked by the predicted gain") && !Catch::Contains("TILE_N=2048"));
 }
 
 TEST_CASE("moves refuses unreadable or unparsable kernels", "[cli][moves]") {

@@ -286,7 +286,12 @@ TEST_CASE("an LLM stage past its timeout fails alone: the loop goes on and the r
                                                  "llm.default.base_url=" + server.BaseUrl(),
                                                  "llm.default.model=fake-model"}));
   INFO(result.output);
-  CHECK(ReadJson(run_dir / "run.json")["status"] == "succeeded");
+  // The loop went on, but a stage failed: the run is failed, exit 1 (docs/cli.md, "Statuses and exit codes").
+  CHECK(result.exit_code == 1);
+  json run = ReadJson(run_dir / "run.json");
+  CHECK(run["status"] == "failed");
+  CHECK(run["error"]["stage"] == "plan");
+  CHECK(run["error"]["kind"] == "timeout");
   const auto plan_status = ReadJson(run_dir / "stages/06-optimize/iter-0/01-plan/status.json");
   CHECK(plan_status["status"] == "failed");
   CHECK(plan_status["error"]["kind"] == "timeout");
@@ -299,7 +304,6 @@ TEST_CASE("an LLM stage past its timeout fails alone: the loop goes on and the r
   CHECK(report["rows"][0]["speedup"].get<double>() == Approx(1.0));
   CHECK(report["rows"][0]["original_latency_ms"].get<double>() > 0.0);
   // the stages fed by the failed plan are skipped, not failed on null inputs
-  const json run = ReadJson(run_dir / "run.json");
   CHECK(run["failed_stages"] == 2);  // one plan per iteration
   CHECK_THAT(result.output, Catch::Contains("stage execute skipped: its input stage 'plan' did not succeed"));
   CHECK_THAT(result.output, Catch::Contains("timed-out stage(s) still running"));

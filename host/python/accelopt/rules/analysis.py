@@ -397,3 +397,55 @@ def shape_value(src, func, name):
 def _is_shape_of(expr, params):
     return isinstance(expr, ast.Attribute) and expr.attr == "shape" and isinstance(expr.value, ast.Name) \
         and expr.value.id in params
+
+
+def tiled_extents(src, name):
+    """The argument dimensions a tile-size constant ``name`` divides in the kernel: ``E`` of
+    ``E // name``, ``E % name`` and ``range(a, E, name)`` (any ``*range``), where ``E`` is known
+    from the arguments' shapes (``src.input_shapes``: a name bound from ``x.shape``, or
+    ``x.shape[k]`` itself) or is an integer literal. An empty set when none is known."""
+    out = set()
+    for func in functions(src.tree):
+        params = [a.arg for a in func.args.args]
+        for node in walk(func):
+            extent = None
+            if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.FloorDiv, ast.Mod)) \
+                    and isinstance(node.right, ast.Name) and node.right.id == name:
+                extent = node.left
+            elif isinstance(node, ast.Call) and len(node.args) == 3 and isinstance(node.args[2], ast.Name) \
+                    and node.args[2].id == name and (src.call_name(node) or getattr(node.func, "id", "") or "").endswith("range"):
+                extent = node.args[1]
+            if extent is None:
+                continue
+            value = _extent_value(src, func, params, extent)
+            if isinstance(value, int) and value > 0:
+                out.add(value)
+    return out
+
+
+def _extent_value(src, func, params, expr):
+    if isinstance(expr, ast.Constant) and type(expr.value) is int:
+        return expr.value
+    if isinstance(expr, ast.Name):
+        return shape_value(src, func, expr.id)
+    if isinstance(expr, ast.Subscript) and _is_shape_of(expr.value, params) and isinstance(expr.slice, ast.Constant) \
+            and isinstance(expr.slice.value, int):
+        shapes = getattr(src, "input_shapes", None) or []
+        index, dim = params.index(expr.value.value.id), expr.slice.value
+        if index < len(shapes) and -len(shapes[index]) <= dim < len(shapes[index]):
+            return shapes[index][dim]
+    return None
+
+
+def tile_fits_shapes(src, name, value):
+    """Whether tile size ``value`` for the constant ``name`` can work for the arguments' shapes
+    (``src.input_shapes``): it divides every dimension the kernel tiles with ``name``
+    (``tiled_extents``), or, when none of those is known, some dimension of some argument.
+    True when the shapes are unknown or ``value`` is not a positive integer."""
+    shapes = getattr(src, "input_shapes", None) or []
+    if not shapes or type(value) is not int or value <= 0:
+        return True
+    extents = tiled_extents(src, name)
+    if extents:
+        return all(extent % value == 0 for extent in extents)
+    return any(dim > 0 and dim % value == 0 for shape in shapes for dim in shape)

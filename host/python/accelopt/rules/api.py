@@ -63,7 +63,7 @@ def _plan(rule, cand, busy=None):
     params = dict(cand.params)
     params["site"] = cand.site
     plan = {"id": f"{rule}:{cand.site}", "rule": rule, "description": cand.description, "params": params,
-            "effect": effects.EFFECTS.get(rule, ""), "relieves": dict(cand.relieves)}
+            "effect": cand.effect or effects.EFFECTS.get(rule, ""), "relieves": dict(cand.relieves)}
     gain = effects.predicted_gain(rule, cand.relieves, busy or {})
     if gain is not None:
         plan["predicted_gain"] = gain
@@ -79,7 +79,10 @@ def propose(request):
     tile_free's chunks that do not divide the extent), "max_plans": int
     (default 8), "seed": int (default 0),
     "history": [plan ids or rule names already tried], optional "rules":
-    [rule names to consider]}. Plans whose id is in history are dropped;
+    [rule names to consider], optional "rank": "score" (default: the
+    order the searches use) or "predicted_gain" (``moves``: by predicted
+    gain, ties in score order; each plan gets ``search_rank``, its place in
+    the score order)}. Plans whose id is in history are dropped;
     plans of a rule named in history rank lower. Ties are broken by a
     shuffle seeded with ``seed``, so the order is deterministic per seed.
     Returns {"plans": [...]} or {"plans": [], "error": {...}} for bad input.
@@ -101,6 +104,9 @@ def propose(request):
         return dict(plans=[], **_error("bad_request", "metrics must be an object"))
     if only is not None and (not isinstance(only, list) or not all(isinstance(r, str) for r in only)):
         return dict(plans=[], **_error("bad_request", "rules must be a list of rule names"))
+    rank = request.get("rank", "score")
+    if rank not in ("score", "predicted_gain"):
+        return dict(plans=[], **_error("bad_request", f"rank must be 'score' or 'predicted_gain', got {rank!r}"))
     shapes = request.get("input_shapes") or []
     if not isinstance(shapes, list) or not all(
             isinstance(s, list) and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in s)
@@ -129,7 +135,12 @@ def propose(request):
             scored.append((s, plan))
     random.Random(seed).shuffle(scored)
     scored.sort(key=lambda sp: -sp[0])  # stable: the seeded shuffle breaks ties
-    return {"plans": [p for _, p in scored[:max_plans]]}
+    plans = [p for _, p in scored]
+    if rank == "predicted_gain":
+        for index, plan in enumerate(plans, start=1):
+            plan["search_rank"] = index
+        plans.sort(key=lambda p: -(p.get("predicted_gain") or 0.0))  # stable: score order breaks ties
+    return {"plans": plans[:max_plans]}
 
 
 def apply(request):

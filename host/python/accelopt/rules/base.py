@@ -16,12 +16,14 @@ class Candidate:
     rewrite takes work off ("vector", "scalar", "dma", "tensor",
     "instructions"); ``base``: prior score; ``edits``: callable returning
     the list of ``Edit`` to apply to ``src``. ``relieves`` may be a tuple
-    (weight 1 each) or a dict {resource: weight in 0..1}.
+    (weight 1 each) or a dict {resource: weight in 0..1}. ``effect``: this
+    move's own effect text when it differs from the rule's documented one
+    (``effects.EFFECTS``), e.g. the direction of a tile-size change.
     """
 
-    __slots__ = ("site", "description", "params", "relieves", "base", "edits", "src")
+    __slots__ = ("site", "description", "params", "relieves", "base", "edits", "src", "effect")
 
-    def __init__(self, src, site, description, edits, params=None, relieves=(), base=50.0):
+    def __init__(self, src, site, description, edits, params=None, relieves=(), base=50.0, effect=None):
         self.src = src
         self.site = site
         self.description = description
@@ -32,6 +34,7 @@ class Candidate:
         else:
             self.relieves = {str(k): 1.0 for k in relieves}
         self.base = float(base)
+        self.effect = effect
 
     def rewrite(self):
         """The rewritten source text; raises NotApplicable if the edit cannot be made."""

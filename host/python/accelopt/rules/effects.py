@@ -17,8 +17,12 @@ engine, nki-facts §3.2).
 """
 
 EFFECTS = {
-    "tunable": "tile size: fewer, larger instructions and DMAs (fixed costs per instruction and DMA, nki-facts §3.2, §3.4)",
-    "retile": "tile size: fewer, larger instructions and DMAs (fixed costs per instruction and DMA, nki-facts §3.2, §3.4)",
+    "tunable": "tile size: larger tiles mean fewer, larger instructions and DMAs (fixed costs per instruction and "
+               "DMA, nki-facts §3.2, §3.4); smaller ones more, shorter instructions and more iterations to overlap "
+               "(nki-facts §3.6)",
+    "retile": "tile size: larger tiles mean fewer, larger instructions and DMAs (fixed costs per instruction and "
+              "DMA, nki-facts §3.2, §3.4); smaller ones more, shorter instructions and more iterations to overlap "
+              "(nki-facts §3.6)",
     "hoist_load": "DMA count and HBM bytes: one load instead of one per iteration (nki-facts §3.4)",
     "dedupe_load": "DMA count and HBM bytes: the same data is loaded once (nki-facts §3.4)",
     "hoist_invariant": "engine instructions and DMAs: loop-invariant work runs once (nki-facts §3.2, §3.4)",
@@ -69,6 +73,12 @@ EFFECTS = {
                     "under the later chunks' compute and the tail after the last chunk is one chunk's store "
                     "(nki-facts §3.2, §3.4)",
 }
+
+# The effect of one tile-size move, by its direction (tunable, retile).
+TILE_LARGER = "tile size: fewer, larger instructions and DMAs (fixed costs per instruction and DMA, nki-facts §3.2, §3.4)"
+TILE_SMALLER = ("tile size: more, smaller instructions and DMAs, each paying its fixed cost (nki-facts §3.2, §3.4); "
+                "shorter tiles let the next tile's DMA overlap this tile's compute sooner and need less SBUF "
+                "(nki-facts §3.6, §5.2)")
 
 GAINS = {
     "tunable": 0.15, "retile": 0.15, "hoist_load": 0.3, "dedupe_load": 0.2, "hoist_invariant": 0.2,

@@ -12,14 +12,17 @@ a partition dimension (``nl.arange(NAME)[:, None]``, the first index of a
 subscript, the first entry of an allocation shape; nki-facts §3.1), 512 for a
 PSUM tile or nc_matmul moving operand (one 2 KiB bank of fp32; nki-facts
 §4.2-4.3), 4096 elements per partition otherwise (16 KiB of the 176 KiB SBUF).
-A value that does not divide the problem's shapes fails the kernel's own
-asserts or the correctness check in the profile stage. Cost: larger tiles
+With the arguments' shapes known (propose's ``input_shapes``) a value must
+divide the dimensions NAME tiles (``analysis.tile_fits_shapes``); without
+them, a value that does not divide the problem's shapes fails the kernel's
+own asserts or the correctness check in the profile stage. Cost: larger tiles
 mean fewer instructions and DMAs (each pays a fixed cost, nki-facts §3.2,
 §3.4) and longer free sizes; smaller ones more overlap between iterations.
 """
 import ast
 
 from . import analysis as A
+from . import effects
 from .base import Candidate
 from .walk import walk
 
@@ -46,7 +49,7 @@ def candidates(src):
             cap = _cap(src, func, name)
             value = node.value
             for new in sorted({value // 2, value * 2, value * 4}):
-                if new < 32 or new > cap or new == value:
+                if new < 32 or new > cap or new == value or not A.tile_fits_shapes(src, name, new):
                     continue
                 out.append(_cand(src, name, node, value, new))
     return out
@@ -103,4 +106,5 @@ def _cand(src, name, node, old, new):
                      + (" (larger tiles: fewer instructions and DMAs)" if larger else " (smaller tiles)"),
                      (lambda: [src.replace_node(node, str(new))]), {"name": name, "value": new, "old": old},
                      {"instructions": 1.0, "dma": 0.6, "vector": 0.3, "scalar": 0.3} if larger
-                     else {"tensor": 0.5, "dma": 0.5}, 53.0 if larger else 45.0)
+                     else {"tensor": 0.5, "dma": 0.5}, 53.0 if larger else 45.0,
+                     effect=effects.TILE_LARGER if larger else effects.TILE_SMALLER)

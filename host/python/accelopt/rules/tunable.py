@@ -9,11 +9,18 @@ Preconditions: the comment parses (NAME, VALUE, a literal list of numbers or
 strings), the next line is a module-level ``NAME = <literal>`` bound only
 there, and the new value is one of the choices and differs from the current
 one. The kernel author vouches that every choice is valid for the shapes the
-kernel accepts (its asserts); the profile stage checks it anyway.
+kernel accepts (its asserts); the profile stage checks it anyway. With the
+arguments' shapes known (propose's ``input_shapes``), a numeric choice must
+divide every dimension the kernel tiles with NAME (``N // NAME``,
+``N % NAME``, ``range(0, N, NAME)``), or, when none is known, some argument
+dimension (``analysis.tile_fits_shapes``): silu at N = 1024 is not offered
+TILE_N = 2048, which fails its ``N % TILE_N == 0`` assert.
 """
 import ast
 import re
 
+from . import analysis as A
+from . import effects
 from .base import Candidate
 from .source import Edit
 from .walk import walk
@@ -78,7 +85,7 @@ def candidates(src):
     for decl in declarations(src):
         ordered = sorted(set(decl.choices), key=lambda c: (str(type(c)), c))
         for choice in ordered:
-            if choice == decl.value:
+            if choice == decl.value or not A.tile_fits_shapes(src, decl.name, choice):
                 continue
             numeric = isinstance(choice, (int, float)) and isinstance(decl.value, (int, float))
             if numeric and decl.value in ordered:
@@ -94,7 +101,7 @@ def candidates(src):
                 f"set tunable {decl.name} from {decl.value!r} to {choice!r}"
                 + (" (larger tiles: fewer instructions and DMAs)" if larger else " (smaller tiles)"),
                 _edits(src, decl, choice), {"name": decl.name, "value": choice, "old": decl.value},
-                relieves, base))
+                relieves, base, effect=(effects.TILE_LARGER if larger else effects.TILE_SMALLER) if numeric else None))
     return out
 
 
