@@ -73,6 +73,8 @@ ClientRegistry::ClientRegistry(const json& llm_block, RegistryOptions options)
     const bool same_file = replay_path_ && std::filesystem::exists(path) &&
                            std::filesystem::equivalent(path, *replay_path_, ec);
     // Relative to the run directory: no symlink planted below it is followed (llm/, transcript.jsonl).
+    // The run directory itself is trusted and made if missing.
+    if (!same_file) std::filesystem::create_directories(options.run_dir, ec);
     if (!same_file) writer_ = std::make_shared<TranscriptWriter>(options.run_dir, std::filesystem::path("llm") / "transcript.jsonl");
   }
 

@@ -20,9 +20,10 @@ std::string Slurp(const fs::path& path) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-// One profile result for native:score.
+// One profile result for native:score (a fresh candidate id each: score appends a candidate once).
 json Result(const fs::path& kernel) {
-  return {{"case", {{"id", "c1"}, {"case_name", "silu_M256_N1024"}, {"problem", "silu"}, {"kernel", kernel.string()},
+  static int next = 0;
+  return {{"case", {{"id", "c" + std::to_string(++next)}, {"case_name", "silu_M256_N1024"}, {"problem", "silu"}, {"kernel", kernel.string()},
                     {"parent_latency_ms", 1.0}, {"baseline_latency_ms", 1.0}}},
           {"compiled", true}, {"correct", true}, {"latency_ms", 0.5}};
 }
