@@ -60,12 +60,15 @@ std::map<std::string, json> CountsByCase(const fs::path& run_dir) {
   return out;
 }
 
-json Peak(StageContext& ctx, const json& baseline, double latency, const std::string& target) {
+// accelopt.peak for one latency of a case; on failure, null and *why (once per call site).
+json Peak(StageContext& ctx, const json& baseline, double latency, const std::string& target, std::string* why) {
   try {
-    return ctx.PythonCall("accelopt.peak", "describe", {{"problem", baseline.value("problem", "")},
-                                                         {"values", baseline.value("values", json::object())},
-                                                         {"latency_ms", latency}, {"target", target}});
-  } catch (const std::exception&) {
+    json request = {{"problem", baseline.value("problem", "")}, {"values", baseline.value("values", json::object())},
+                    {"latency_ms", latency}, {"target", target}};
+    if (baseline.contains("task") && baseline["task"].is_string()) request["reference"] = baseline["task"];
+    return ctx.PythonCall("accelopt.peak", "describe", request);
+  } catch (const std::exception& error) {
+    if (why) *why = error.what();
     return nullptr;
   }
 }
@@ -135,8 +138,13 @@ json RunReport(StageContext& ctx) {
     json winner = best.contains(case_name) ? best[case_name] : json::object();
     const double latency = Number(winner, "latency_ms").value_or(original);
     const double speedup = original / latency;
-    json peak_before = Peak(ctx, baseline, original, target);
-    json peak_after = Peak(ctx, baseline, latency, target);
+    std::string no_peak;
+    json peak_before = Peak(ctx, baseline, original, target, &no_peak);
+    json peak_after = Peak(ctx, baseline, latency, target, nullptr);
+    if (!peak_before.is_object()) {  // said, and kept in the row (the report shows why, not a bare "-")
+      row["peak_error"] = no_peak;
+      ctx.Warn(case_name + ": no % of peak: " + no_peak);
+    }
     row["original_latency_ms"] = original;
     row["best_latency_ms"] = latency;
     row["speedup"] = speedup;

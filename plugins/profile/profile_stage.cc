@@ -4,6 +4,8 @@
 // screen-then-confirm (screening.h).
 #include <chrono>
 #include <filesystem>
+#include <mutex>
+#include <set>
 
 #include "accelopt/plugin_sdk.hpp"
 #include "profile_stages.h"
@@ -13,6 +15,18 @@ using nlohmann::json;
 using accelopt::sdk::StageContext;
 
 namespace accelopt_profile {
+namespace {
+
+// True the first time `problem` is seen in this process: a missing peak model
+// is said once per problem, not once per candidate.
+bool FirstNoPeak(const std::string& problem) {
+  static std::mutex mutex;
+  static std::set<std::string> warned;
+  std::lock_guard<std::mutex> lock(mutex);
+  return warned.insert(problem).second;
+}
+
+}  // namespace
 
 json RunProfile(StageContext& ctx) {
   // Every default comes from the stage's schema (plugin.cc, kProfileParams).
@@ -70,16 +84,20 @@ json RunProfile(StageContext& ctx) {
   json result = ScreenThenConfirm(request, plan, call);
   double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
-  // % of peak when the problem is one the peak model knows (NKIBench).
+  // % of peak: the reference's peak_work() or the built-in NKIBench formulas
+  // (accelopt.peak); a problem with neither is said once, never a silent "-".
   if (result.value("correct", false) && result.contains("latency_ms") && result["latency_ms"].is_number() &&
       item.contains("problem") && !result.contains("percent_of_peak")) {
     try {
       json peak = ctx.PythonCall("accelopt.peak", "describe",
                                  {{"problem", item["problem"]}, {"values", item.value("values", json::object())},
-                                  {"latency_ms", result["latency_ms"]}, {"target", request["target"]}});
+                                  {"latency_ms", result["latency_ms"]}, {"target", request["target"]},
+                                  {"reference", request["reference"]}});
       if (peak.is_object()) result["peak"] = peak;
     } catch (const accelopt::sdk::StageFailure& failure) {
-      ctx.Log(ACCEL_LOG_DEBUG, std::string("no peak model: ") + failure.what());
+      result["peak_error"] = failure.what();
+      const std::string problem = item["problem"].is_string() ? item["problem"].get<std::string>() : item["problem"].dump();
+      if (FirstNoPeak(problem)) ctx.Warn("no % of peak for problem '" + problem + "': " + failure.what());
     }
   }
   result["case"] = item;
