@@ -73,6 +73,8 @@ TEST_CASE("accel.python_call cannot reach os, subprocess or builtins (issue 34)"
         "accel.python_call, 'lua_call_helpers', 'run_shell', {" + quoted + "}",
         // the host's own package, but not listed in LUA_CALLABLE (it runs a kernel file as Python)
         "accel.python_call, 'accelopt.profile', 'profile_kernel', {{kernel = '/dev/null'}}",
+        // imports the module at `reference` (a file the stage could write) to read its peak_work()
+        "accel.python_call, 'accelopt.peak', 'describe', {{problem = 'silu', values = {}, reference = '/dev/null'}}",
         "accel.python_call, 'accelopt.edits', '_HUNK'",
         "accel.python_call, 'accelopt.edits', 're'",
         "accel.python_call, 'os.path', 'exists', {'/'}",
