@@ -3,9 +3,9 @@ import numpy as np
 
 from dataclasses import replace
 
-from nki_emu.cost import formulas, targets
+from nki_emu.cost import formulas, scheduler, targets
 from nki_emu.cost.residency import Residency
-from nki_emu.cost.scheduler import Lane, Scheduler
+from nki_emu.cost.scheduler import Rings, Scheduler
 
 T1 = targets.get("trn1")
 
@@ -57,19 +57,23 @@ def test_dma_model_bandwidth_and_queues():
     s = Scheduler(T1)
     nbytes = 128 * 4096
     start, end = s.dma(128, nbytes, 128, [], [])
-    occupancy = T1.dma_fixed_ns + (128 / 16) * T1.dma_desc_ns + nbytes / 16 / 17.0
+    occupancy = T1.dma_fixed_ns + (128 / 16) * T1.dma_desc_ns + nbytes / 16 / 17.0  # 17 B/ns [D]
     assert start == 0.0 and abs(end - (T1.dma_latency_ns + occupancy)) < 1e-6
     start2, _ = s.dma(8, 4096, 8, [], [])  # one queue only, all 16 busy -> waits
     assert abs(start2 - occupancy) < 1e-6
 
 
 def test_psum_bank_reuse_waits_for_eviction():
-    s = Scheduler(T1)
-    for b in range(T1.psum_banks):
-        s.compute("tensor", 10.0, [], [], [(b, 0)], True, False)
+    s, rings = Scheduler(T1), Rings()
+    banks = [((b, 0), ("psum",), T1.psum_banks) for b in range(T1.psum_banks)]
+    for entry in banks:  # eight accumulation groups take the eight banks in program order
+        assert rings.place([entry]) == []
+        s.compute("tensor", 10.0, [], [], [entry[0]], True, False, uses=[entry[0]])
     for b in range(T1.psum_banks):  # ScalarE evicts the banks one after the other
-        s.compute("scalar", 100.0, [], [], [(b, 0)], True, False)
-    start, _ = s.compute("tensor", 10.0, [], [], [(99, 0)], True, False)
+        s.compute("scalar", 100.0, [], [], [(b, 0)], True, False, uses=[(b, 0)])
+    previous = rings.place([((99, 0), ("psum",), T1.psum_banks)])
+    assert previous == [(0, 0)]  # a ninth group reuses the first bank
+    start, _ = s.compute("tensor", 10.0, [], [], [(99, 0)], True, False, waits=previous)
     assert start == 100.0  # tensor engine free at 80 ns, first bank released at 100 ns
 
 
@@ -168,13 +172,17 @@ def test_profile_fields_of_a_run():
 
 def test_buffer_ring_makes_new_tile_wait_for_last_reader():
     t = replace(T1, buffers_affine=2)
-    s = Scheduler(t)
+    s, rings = Scheduler(t), Rings()
     site = ("kernel.py", 10)
     # tiles A, B, C of one allocation site with 2 physical buffers: C reuses A's buffer
-    s.compute("vector", 100.0, [], [(1, 0, 0, 0, 1)], place=[((1, 0), site, 2)], uses=[(1, 0)])
+    assert rings.place([((1, 0), site, 2)]) == []
+    s.compute("vector", 100.0, [], [(1, 0, 0, 0, 1)], uses=[(1, 0)])
     s.compute("scalar", 500.0, [(1, 0, 0, 0, 1)], [], uses=[(1, 0)])  # reads A until 100+sync+500
-    s.compute("vector", 10.0, [], [(1, 1, 1, 0, 1)], place=[((1, 1), site, 2)], uses=[(1, 1)])
-    start, _ = s.compute("vector", 10.0, [], [(1, 2, 2, 0, 1)], place=[((1, 2), site, 2)], uses=[(1, 2)])
+    assert rings.place([((1, 1), site, 2)]) == []
+    s.compute("vector", 10.0, [], [(1, 1, 1, 0, 1)], uses=[(1, 1)])
+    previous = rings.place([((1, 2), site, 2)])
+    assert previous == [(1, 0)]
+    start, _ = s.compute("vector", 10.0, [], [(1, 2, 2, 0, 1)], waits=previous, uses=[(1, 2)])
     assert start == 100.0 + t.sync_ns + 500.0
     assert t.buffers("affine", 200 * 1024) == 1 and t.buffers("sequential", 64) == t.buffers_sequential
 
@@ -220,43 +228,49 @@ def test_residency_keeps_reissued_loop_invariant_loads_over_streamed_tiles():
     assert misses(0.9) == 8  # first load + one re-issue, then hoisted
 
 
-def test_dma_engines_share_bandwidth_but_fill_gaps():
-    t = replace(T1, dma_shared_queues=True, dma_fixed_ns=0.0, dma_desc_ns=0.0, dma_latency_ns=0.0)
+def test_dma_queues_per_direction_and_the_shared_bandwidth_floor():
+    """Loads and stores have their own in-order queues on each engine (a store waiting for
+    its data never holds up a load), each at the documented 17 B/ns; together they cannot
+    outrun the engines' shared bandwidth, the core's HBM share (nki-facts §3.4)."""
+    t = replace(T1, dma_fixed_ns=0.0, dma_desc_ns=0.0, dma_latency_ns=0.0, dma_start_ns=0.0)
     s = Scheduler(t)
     s.compute("vector", 10000.0, [], [(7, 0, 0, 0, 10)])  # data of the store ready at 10 us
-    occ = 128 * 1024 / 16 / 17.0
-    st, _ = s.dma(128, 128 * 1024, 128, [(7, 0, 0, 0, 10)], [], "store")
+    nbytes = 128 * 1024
+    occ = nbytes / 16 / t.dma_queue_bytes_per_ns
+    st, _ = s.dma(128, nbytes, 128, [(7, 0, 0, 0, 10)], [], "store")
     assert st >= 10000.0 + t.sync_ns
-    ld, ld_end = s.dma(128, 128 * 1024, 128, [], [(8, 0, 0, 0, 10)], "load")
-    assert ld == 0.0 and abs(ld_end - occ) < 1e-6  # issued later, runs earlier in the free gap
-    ld2, _ = s.dma(128, 128 * 1024, 128, [], [(9, 0, 0, 0, 10)], "load")
-    assert abs(ld2 - occ) < 1e-6  # bandwidth is shared: the second load follows the first
+    ld, ld_end = s.dma(128, nbytes, 128, [], [(8, 0, 0, 0, 10)], "load")
+    assert ld == 0.0 and abs(ld_end - occ) < 1e-6  # issued later, not blocked by the waiting store
+    ld2, _ = s.dma(128, nbytes, 128, [], [(9, 0, 0, 0, 10)], "load")
+    assert abs(ld2 - occ) < 1e-6  # in order behind the first load
+    # the shared bandwidth: 410 GB/s for both directions together on trn1 [D]
+    assert abs(scheduler.dma_rate(T1) * 16 - 410.0) < 1e-9 and T1.dma_queue_bytes_per_ns * 16 == 272.0
+    s2 = Scheduler(t)
+    for _ in range(10):
+        s2.dma(128, nbytes, 128, [], [], "load")
+        s2.dma(128, nbytes, 128, [], [], "store")
+    assert abs(s2.end - 20 * nbytes / 410.0) < 1e-6  # neither queue alone would take this long
+    assert 10 * occ < s2.end
 
 
+def test_narrow_dma_uses_ceil_p_over_8_engines_round_robin():
+    import nki_emu
+    nki_emu.install()
+    import neuronxcc.nki.language as nl
+    from nki_emu.cost import tracer
 
-def test_shared_dma_timelines_book_exactly_like_separate_ones():
-    # Full-width DMAs let the 16 engines share one timeline object; narrower ones
-    # copy a lane out again. Every booking must equal that of 16 independent lanes.
-    rng = np.random.default_rng(7)
-    t = replace(T1, dma_shared_queues=True)
-    s = Scheduler(t)
-    lanes, rr, shared_steps = [Lane() for _ in range(t.dma_queues)], 0, 0
-    for step in range(3000):
-        parts = 128 if step < 1000 else int(rng.choice([128] * 6 + [64, 32, 8, 1]))
-        nbytes = int(rng.integers(1, 64)) * 4096
-        ready_at = float(rng.integers(0, 200)) * 500.0 + step * 40.0
-        s.wrote([(step, 0, 0, 0, 1)], ready_at, "vector")  # the data is ready then
-        start, end = s.dma(parts, nbytes, parts, [(step, 0, 0, 0, 1)], [], "load")
-        # the same booking on separate lanes
-        n_q = max(1, min(t.dma_queues, -(-parts // t.dma_partitions_per_queue)))
-        first = rr if n_q < t.dma_queues else 0
-        rr = (first + n_q) % t.dma_queues
-        occ = t.dma_fixed_ns + (parts / n_q) * t.dma_desc_ns + (nbytes / n_q) / t.dma_bytes_per_ns
-        booked = [lanes[(first + j) % t.dma_queues].take(ready_at + t.sync_ns, occ) for j in range(n_q)]
-        assert start == min(booked) and end == max(booked) + occ + t.dma_latency_ns
-        shared_steps += len({id(lane) for lane in s.queues["load"]}) < t.dma_queues
-    assert [(x.starts, x.ends) for x in s.queues["load"]] == [(x.starts, x.ends) for x in lanes]
-    assert shared_steps > 1000  # the shared path was exercised
+    def k(x):
+        o = nl.ndarray((32, 512), dtype=np.float32, buffer=nl.shared_hbm)
+        for i in nl.affine_range(4):
+            t = nl.load(x[i * 32:(i + 1) * 32, :])  # 32 partitions: 4 engines each
+            nl.store(o, value=t) if i == 3 else None
+        return o
+    records, counters = nki_emu.run(k, [np.ones((128, 512), np.float32)], keep_trace=True).trace
+    state = tracer._Replay(T1, counters).run(records)
+    firsts = [job[11] for job in state.jobs if job[0] == "D" and job[1] == "load"]
+    assert firsts == [0, 4, 8, 12]  # the four loads run on disjoint engines, in parallel
+    assert scheduler.dma_engines(T1, 32) == 4 and scheduler.dma_engines(T1, 128) == 16
+
 
 def _cyclic_trace(w_blocks, iterations, tmp_bpp):
     """Records of a loop that reloads w (w_blocks x 4 KiB per partition) every
@@ -400,7 +414,7 @@ def test_dma_transpose_and_hardware_dge_in_the_dma_model():
     busy = {m: r.profile["engine_busy_ms"]["dma"] for m, r in runs.items()}
     lat = {m: r.profile["latency_ms"] for m, r in runs.items()}
     t2 = targets.get("trn2")
-    one_load = 128 * 128 * 4 / 16 / t2.dma_bytes_per_ns * 1e-6  # ms per queue, 16 queues
+    one_load = 128 * 128 * 4 / 16 / t2.dma_queue_bytes_per_ns * 1e-6  # ms per engine, 16 engines
     assert abs((busy["transpose"] - busy["plain"]) - one_load * (1 / 0.9 - 1)) < 1e-9
     assert abs((lat["hwdge"] - lat["plain"]) - 600e-6) < 1e-9 and busy["hwdge"] == busy["plain"]
 

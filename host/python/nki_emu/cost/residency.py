@@ -30,11 +30,12 @@ from collections import Counter, OrderedDict
 class Record:
     """One SBUF block: ``bytes_pp`` per partition, ``kind`` "load"/"compute"."""
 
-    __slots__ = ("bytes_pp", "kind", "resident", "saved", "load_bytes", "pinned", "sources", "refs")
+    __slots__ = ("bytes_pp", "kind", "resident", "saved", "load_bytes", "pinned", "sources", "refs", "block")
 
     def __init__(self, bytes_pp, kind):
         self.bytes_pp, self.kind, self.resident, self.saved, self.load_bytes = bytes_pp, kind, False, False, 0
         self.pinned = False
+        self.block = None  # the first block key mapped to this record
         self.sources = ()  # HBM source keys whose data this block holds (loads)
         self.refs = 0  # block keys mapped to this record
 
@@ -53,6 +54,7 @@ class Residency:
         self.records = {}  # block key -> Record
         self.sources = {}  # HBM source key -> Record
         self.hoisted_groups = {}  # HBM tensor (uid, version) -> bytes per partition still to pin
+        self.evicted = None  # when a list: records evicted by the calls since it was set
 
     @staticmethod
     def group_of(src_key):
@@ -111,6 +113,8 @@ class Residency:
                 break
             old.resident = False
             self.used -= old.bytes_pp
+            if self.evicted is not None:
+                self.evicted.append(old)
 
     def _shrink_protected(self, keep):
         """Demotes the oldest protected blocks to the unprotected LRU (as most recent) while
@@ -159,6 +163,8 @@ class Residency:
         if old is not None:
             old.refs -= 1
         rec.refs += 1
+        if rec.block is None:
+            rec.block = block
         self.records[block] = rec
 
     def release(self, block, live_sources):

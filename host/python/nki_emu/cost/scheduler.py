@@ -1,50 +1,115 @@
-"""List scheduler for recorded instructions (nki-facts §3.6 [I]).
+"""List scheduler for recorded instructions (nki-facts §3.4, §3.6; docs/nki-emulator.md "Cost model").
 
-* one in-order queue per compute engine (tensor, vector, scalar, gpsimd);
-* 16 DMA engines (each transfer uses ceil(P/8) of them, nki-facts §3.4), each a
-  timeline of busy intervals filled first-fit (``Lane``);
+Every resource serves its work in one fixed order, decided before any time is
+computed, and an instruction starts at the latest of the times it waits for.
+Every start and end is then a maximum of sums of durations (a max-plus
+system), so removing an instruction or shortening one never delays another:
+the estimate is monotone (tests/python/emulator/test_cost_monotone.py).
+
+* one in-order queue per compute engine (tensor, vector, scalar, gpsimd), in
+  program order;
+* 16 DMA engines (nki-facts §3.4); a transfer over P partitions uses ceil(P/8)
+  of them. Each engine is a FIFO: it serves the transfers in the issue order
+  that ``tracer`` computes (a load is issued once its destination buffer is free
+  in program order, a store where it is written), loads and stores sharing the
+  engine's bandwidth. Per engine a transfer takes ``dma_fixed_ns`` + descriptors
+  x ``dma_desc_ns`` + bytes / rate and completes ``dma_latency_ns`` later;
 * data dependencies (read-after-write, write-after-write) on memory regions,
   plus ``Target.sync_ns`` per cross-engine edge (semaphore);
-* write-after-read through physical buffer reuse: every SBUF allocation site
-  (a block-dim tensor, or a tile allocated inside a loop) owns a ring of
-  ``Target.buffers(kind, bytes)`` physical buffers; a new logical tile (a new
-  block, or the tile of a new iteration) takes the next buffer and waits until
-  the previous occupant's last access finished (nki-facts §3.6 "N buffers per
-  declared tile");
+* write-after-read through physical buffer reuse (``Rings``): every SBUF
+  allocation site owns a ring of ``Target.buffers(kind, bytes)`` buffers; a new
+  logical tile takes the next one and waits until the previous occupant's last
+  access finished (nki-facts §3.6 "N buffers per declared tile");
 * trn1 shared ports: VectorE and GpSimd exclusive on SBUF, VectorE and ScalarE
-  exclusive on PSUM [D S3 arch];
-* 8 PSUM banks: a new accumulation region waits for the bank's previous
-  owner to be read out (nki-facts §3.6).
+  exclusive on PSUM [D S3 arch], taken in program order;
+* 8 PSUM banks, a ring like an SBUF site's, assigned in program order to accumulation
+  groups: a new group waits until the bank's previous group was read out (nki-facts §3.6).
 
 Regions are tuples ``(root uid, first block, last block, lo, hi)``: element
 spans inside the root, blocks being the block dimensions of on-chip tensors
 and ``HBM_CHUNK``-element chunks of HBM tensors. Times are ns.
 """
-import bisect
-
 HBM_CHUNK = 1 << 20
 
 
+def dma_engines(target, partitions):
+    """DMA engines a transfer over ``partitions`` partitions uses: ceil(P/8), at most 16
+    (nki-facts §3.4)."""
+    return max(1, min(target.dma_queues, -(-max(partitions, 1) // target.dma_partitions_per_queue)))
+
+
+def dma_rate(target, hbm=True):
+    """Bytes per ns one DMA engine moves for loads and stores together when all 16 stream:
+    the engine's rate, capped by the core's HBM share spread over the engines for transfers
+    that touch HBM (nki-facts §3.1, §3.4)."""
+    rate = target.dma_bytes_per_ns
+    if hbm and target.hbm_bytes_per_ns:
+        rate = min(rate, target.hbm_bytes_per_ns / target.dma_queues)
+    return rate
+
+
+def dma_occupancy(target, partitions, nbytes, n_desc, efficiency=1.0, hbm=True):
+    """(engines used, ns each is busy in its direction's queue, ns of the engine's shared
+    bandwidth) for one transfer (nki-facts §3.4).
+
+    Queue: ``dma_fixed_ns`` + descriptors x ``dma_desc_ns`` + bytes at the per-queue rate
+    ``dma_queue_bytes_per_ns`` (17 B/ns on trn1: the documented per-engine figure for
+    >= 4 KiB payloads). Shared: bytes at ``dma_rate`` (loads and stores together). A
+    descriptor is one contiguous chunk; every partition row is at least one (a partition
+    is its own SBUF address range), so ``n_desc`` is raised to ``partitions``.
+    """
+    n_q = dma_engines(target, partitions)
+    n_desc = max(n_desc, partitions, 1)
+    per_engine = nbytes / n_q
+    queue = (target.dma_fixed_ns + (n_desc / n_q) * target.dma_desc_ns
+             + per_engine / (target.dma_queue_bytes_per_ns * efficiency))
+    return n_q, queue, per_engine / (dma_rate(target, hbm) * efficiency)
+
+
+class Rings:
+    """Physical buffer rings of the SBUF allocation sites, assigned in program order.
+
+    ``place(tiles)`` takes [(tile key, site, n buffers)] of an instruction's first
+    writes and returns the tile keys whose buffers they reuse (the previous occupants,
+    whose last access the instruction must wait for)."""
+
+    def __init__(self):
+        self.rings = {}  # site -> [next slot, [occupant tile key per slot]]
+        self.placed = set()  # tile keys that own a physical buffer
+
+    def place(self, tiles):
+        prev = []
+        for key, site, n_buf in tiles:
+            if key in self.placed:
+                continue
+            self.placed.add(key)
+            ring = self.rings.get(site)
+            if ring is None:
+                ring = self.rings[site] = [0, [None] * max(1, n_buf)]
+            slot = ring[0] % len(ring[1])
+            ring[0] += 1
+            old = ring[1][slot]
+            ring[1][slot] = key
+            if old is not None:
+                self.placed.discard(old)
+                prev.append(old)
+        return prev
+
+
 class Scheduler:
-    """Online scheduler; times in ns. ``busy`` holds per-engine busy ns."""
+    """Schedules instructions handed over in a fixed order; times in ns. ``busy`` holds
+    per-engine busy ns (``dma``: total engine time / engines)."""
 
     def __init__(self, target):
         self.t = target
         self.free = {"tensor": 0.0, "vector": 0.0, "scalar": 0.0, "gpsimd": 0.0}
         self.busy = {"tensor": 0.0, "vector": 0.0, "scalar": 0.0, "gpsimd": 0.0, "dma": 0.0}
         self.ports = {"sbuf": 0.0, "psum": 0.0}
-        # separate rings for HBM->SBUF and SBUF->HBM so a store waiting on compute
-        # does not block the next loads [I]
-        self.queues = {"load": [Lane() for _ in range(target.dma_queues)]}
-        self.queues["store"] = self.queues["load"] if target.dma_shared_queues else \
-            [Lane() for _ in range(target.dma_queues)]
-        self.rr = {"load": 0, "store": 0}
+        # per DMA engine: a FIFO queue per direction and the engine's bandwidth shared by both
+        # (the time each was last booked until)
+        self.lanes = {"load": [0.0] * target.dma_queues, "store": [0.0] * target.dma_queues}
+        self.dma_floor = 0.0  # total shared-bandwidth ns of all transfers / engines
         self.writers = {}  # (uid, block) -> list of [lo, hi, end, engine]
-        self.banks = [0.0] * target.psum_banks  # release time per bank
-        self.bank_of = {}  # (uid, block) -> bank
-        self.owner = [None] * target.psum_banks
-        self.rings = {}  # site -> [next slot, [occupant tile key per slot]]
-        self.placed = set()  # tile keys that own a physical buffer
         self.last_use = {}  # tile key -> end of its latest access
         self.end = 0.0
 
@@ -77,23 +142,15 @@ class Scheduler:
                 lst.append([lo, hi, end, engine])
 
     # --- physical buffers (write-after-read) ----------------------------------------
-    def place(self, tiles):
-        """Earliest start for first writes of ``tiles`` [(tile key, site, n buffers)]."""
+    def freed(self, previous):
+        """Earliest start of an instruction that reuses the buffers of ``previous`` tiles
+        (their last access must have finished)."""
         t = 0.0
-        for key, site, n_buf in tiles:
-            if key in self.placed:
-                continue
-            self.placed.add(key)
-            ring = self.rings.get(site)
-            if ring is None:
-                ring = self.rings[site] = [0, [None] * max(1, n_buf)]
-            slot = ring[0] % len(ring[1])
-            ring[0] += 1
-            prev = ring[1][slot]
-            ring[1][slot] = key
-            if prev is not None:
-                self.placed.discard(prev)
-                t = max(t, self.last_use.pop(prev, 0.0))
+        lu = self.last_use
+        for key in previous:
+            e = lu.get(key, 0.0)
+            if e > t:
+                t = e
         return t
 
     def used(self, keys, end):
@@ -102,42 +159,18 @@ class Scheduler:
             if lu.get(k, 0.0) < end:
                 lu[k] = end
 
-    # --- PSUM banks -----------------------------------------------------------------
-    def bank_ready(self, psum_blocks):
-        """Earliest start for writing ``psum_blocks``; assigns banks to new owners."""
-        t = 0.0
-        for key in psum_blocks:
-            if key in self.bank_of:
-                continue
-            bank = min(range(len(self.banks)), key=self.banks.__getitem__)
-            old = self.owner[bank]
-            if old is not None:
-                self.bank_of.pop(old, None)
-            self.owner[bank] = key
-            self.bank_of[key] = bank
-            t = max(t, self.banks[bank])
-        return t
-
-    def bank_touch(self, psum_blocks, end):
-        for key in psum_blocks:
-            bank = self.bank_of.get(key)
-            if bank is not None and self.banks[bank] < end:
-                self.banks[bank] = end
-
     # --- instructions ---------------------------------------------------------------
     def compute(self, engine, duration, reads, writes, psum_blocks=(), touches_psum=False,
-                touches_sbuf=False, place=(), uses=()):
+                touches_sbuf=False, waits=(), uses=()):
         """Schedules one compute instruction of ``duration`` ns; returns (start, end).
 
         ``reads``/``writes``: regions; ``psum_blocks``: PSUM (uid, block) keys;
-        ``place``: first-write tiles for :meth:`place`; ``uses``: SBUF tile keys
-        accessed (for later write-after-read waits).
+        ``waits``: tiles (SBUF buffers, PSUM banks) the instruction's new tiles reuse
+        (``Rings``); ``uses``: tile keys accessed (for later write-after-read waits).
         """
         start = max(self.free[engine], self.ready(reads, engine), self.ready(writes, engine))
-        if psum_blocks:
-            start = max(start, self.bank_ready(psum_blocks))
-        if place:
-            start = max(start, self.place(place))
+        if waits:
+            start = max(start, self.freed(waits))
         ports = ()
         if self.t.shared_ports:
             if touches_psum and engine in ("vector", "scalar"):
@@ -149,7 +182,7 @@ class Scheduler:
         elif touches_psum and engine in ("vector", "scalar"):
             # trn2 lifts the shared ports, but VectorE and ScalarE still cannot access the
             # same PSUM bank at once [D nki-facts §3.1, S4 trn2 guide]
-            ports = tuple(("psum", self.bank_of.get(key, key)) for key in psum_blocks)
+            ports = tuple(("psum", key) for key in psum_blocks)
             for p in ports:
                 start = max(start, self.ports.get(p, 0.0))
         end = start + duration
@@ -158,132 +191,52 @@ class Scheduler:
             self.ports[p] = end
         self.busy[engine] += duration
         self.wrote(writes, end, engine)
-        if psum_blocks:
-            self.bank_touch(psum_blocks, end)
         if uses:
             self.used(uses, end)
         if end > self.end:
             self.end = end
         return start, end
 
-    def dma(self, partitions, nbytes, n_desc, reads, writes, direction="load", place=(), uses=(), efficiency=1.0,
-            delay_ns=0.0):
-        """Schedules one DMA of ``nbytes`` in ``n_desc`` contiguous chunks over
-        ceil(P/8) DMA engines (nki-facts §3.4); returns (start, end).
+    def dma(self, partitions, nbytes, n_desc, reads, writes, direction="load", waits=(), uses=(),
+            efficiency=1.0, delay_ns=0.0, first=0, hbm=True):
+        """Schedules one DMA of ``nbytes`` in ``n_desc`` contiguous chunks over ceil(P/8)
+        DMA engines starting at engine ``first`` (nki-facts §3.4); returns (start, end).
 
-        Per engine: occupancy = dma_fixed_ns + chunks * dma_desc_ns + bytes / BW. Each
-        engine's bandwidth is a timeline of busy intervals; a transfer takes the first
-        gap at or after its ready time (engines have many queues, so a DMA waiting for
-        its data does not block later ones, but concurrent transfers share the engine's
-        bandwidth). With ``dma_shared_queues`` False loads and stores use separate
-        timelines. The transfer completes dma_latency_ns after its occupancy. ``efficiency``
-        scales the bandwidth (DMA transposes); ``delay_ns`` delays the start (hardware DGE).
+        Each engine serves its transfers in the order they are handed over (FIFO): the
+        transfer starts on an engine once the engine finished the previous one and its
+        data and buffers are ready, occupies it for ``dma_occupancy`` and completes
+        ``dma_latency_ns`` after the last engine finished. ``efficiency`` scales the
+        bandwidth (DMA transposes); ``delay_ns`` delays the start (hardware DGE);
+        ``hbm`` False for SBUF-to-SBUF copies (no HBM share cap).
         """
         t = self.t
-        n_q = max(1, min(t.dma_queues, -(-max(partitions, 1) // t.dma_partitions_per_queue)))
-        lanes = self.queues[direction]
-        occupancy = t.dma_fixed_ns + (n_desc / n_q) * t.dma_desc_ns + (nbytes / n_q) / (t.dma_bytes_per_ns * efficiency)
-        ready = self.ready(reads, "dma") + delay_ns
-        if place:
-            ready = max(ready, self.place(place))
-        first = self.rr[direction] if n_q < t.dma_queues else 0
-        self.rr[direction] = (first + n_q) % t.dma_queues
-        start, end_q = _take_lanes(lanes, first, n_q, ready, occupancy)
+        n_q, occupancy, share = dma_occupancy(t, partitions, nbytes, n_desc, efficiency, hbm)
+        ready = max(self.ready(reads, "dma"), self.ready(writes, "dma"))
+        if waits:
+            ready = max(ready, self.freed(waits))
+        if ready > 0.0:
+            ready += t.dma_start_ns  # semaphore-to-start of a transfer that waited for an engine
+        ready += delay_ns
+        lanes = self.lanes[direction]
+        n_all = len(lanes)
+        start = end_q = None
+        for j in range(n_q):
+            i = (first + j) % n_all
+            s = lanes[i] if lanes[i] > ready else ready
+            lanes[i] = e = s + occupancy
+            if start is None or s < start:
+                start = s
+            if end_q is None or e > end_q:
+                end_q = e
         end = end_q + t.dma_latency_ns
-        self.busy["dma"] += occupancy * n_q / t.dma_queues
+        self.busy["dma"] += occupancy * n_q / n_all
+        # loads and stores together cannot outrun the engines' shared bandwidth
+        self.dma_floor += share * n_q / n_all
+        if self.dma_floor > self.end:
+            self.end = self.dma_floor
         self.wrote(writes, end, "dma")
         if uses:
             self.used(uses, end)
         if end > self.end:
             self.end = end
         return start, end
-
-
-def _take_lanes(lanes, first, n_q, ready, occupancy):
-    """Books ``occupancy`` ns on lanes first..first+n_q-1 (mod len) from ``ready``; returns
-    (earliest start, latest end).
-
-    A DMA over all 128 partitions takes every engine with the same ready time and
-    duration, so after one such transfer the engines' timelines are often identical.
-    Identical timelines are then held as one shared Lane object (taking it once books
-    all of them), and a lane is copied out of the shared object again before a
-    transfer over fewer engines books it alone. The bookings are exactly those of
-    separate timelines: the matmul kernel's 33 888 DMAs made 542 208 scans before.
-    """
-    n_all = len(lanes)
-    if n_q == n_all:
-        lane0 = lanes[0]
-        if all(lane is lane0 for lane in lanes):
-            s = lane0.take(ready, occupancy)
-            return s, s + occupancy
-        start = end_q = None
-        for lane in {id(lane): lane for lane in lanes}.values():  # a shared timeline once
-            s = lane.take(ready, occupancy)
-            start = s if start is None or s < start else start
-            end_q = s + occupancy if end_q is None or s + occupancy > end_q else end_q
-        if all(lane.same_as(lane0) for lane in lanes):
-            lanes[:] = [lane0] * n_all
-        return start, end_q
-    start = end_q = None
-    for j in range(n_q):
-        i = (first + j) % n_all
-        lane = lanes[i]
-        if any(other is lane for k, other in enumerate(lanes) if k != i):
-            lane = lanes[i] = lane.copy()  # leave the shared timeline of the others
-        s = lane.take(ready, occupancy)
-        start = s if start is None or s < start else start
-        end_q = s + occupancy if end_q is None or s + occupancy > end_q else end_q
-    return start, end_q
-
-
-class Lane:
-    """Busy intervals of one DMA engine (sorted, disjoint, touching ones merged); ``take``
-    books the first gap."""
-
-    __slots__ = ("starts", "ends", "floor")
-    KEEP = 64  # intervals kept; older ones are forgotten (their gaps are not reused)
-
-    def __init__(self):
-        self.starts, self.ends = [], []
-        self.floor = 0.0  # end of the newest forgotten interval: nothing is booked before it
-
-    def copy(self):
-        other = Lane()
-        other.starts, other.ends, other.floor = list(self.starts), list(self.ends), self.floor
-        return other
-
-    def same_as(self, other):
-        """True if both timelines hold the same bookings (and so book alike from now on)."""
-        return self is other or (self.floor == other.floor and self.ends == other.ends
-                                 and self.starts == other.starts)
-
-    def take(self, ready, duration):
-        """Books ``duration`` ns at the earliest time >= ``ready`` that is free; returns it."""
-        starts, ends = self.starts, self.ends
-        if ready < self.floor:
-            ready = self.floor
-        i = bisect.bisect_right(ends, ready)
-        c = ready
-        n = len(starts)
-        while i < n and c + duration > starts[i]:
-            if ends[i] > c:
-                c = ends[i]
-            i += 1
-        # Book [c, e) before interval i, merged with neighbours it touches: a
-        # back-to-back lane stays one interval, so later scans stay short.
-        e = c + duration
-        if i > 0 and ends[i - 1] == c:
-            if i < n and starts[i] == e:
-                ends[i - 1] = ends[i]
-                del starts[i], ends[i]
-            else:
-                ends[i - 1] = e
-        elif i < n and starts[i] == e:
-            starts[i] = c
-        else:
-            starts.insert(i, c)
-            ends.insert(i, e)
-        if len(starts) > 2 * self.KEEP:
-            self.floor = ends[self.KEEP - 1]
-            del starts[:self.KEEP], ends[:self.KEEP]
-        return c

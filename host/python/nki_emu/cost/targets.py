@@ -15,11 +15,13 @@ class Target:
     label: str  # "calibrated" (trn1) or "unvalidated" (trn2): nki-facts §5.4 step 3
     clock_ghz: dict = field(default_factory=dict)  # per engine [D nki-facts §3.1]
     dma_queues: int = 16  # DMA engines per core [D S3/S4]
-    dma_bytes_per_ns: float = 17.0  # effective per-engine bandwidth [D S4 DMA guide]
+    dma_bytes_per_ns: float = 27.2  # per-engine bandwidth, loads and stores together [D S4 DMA overview]
+    dma_queue_bytes_per_ns: float = 17.0  # per engine and direction, >= 4 KiB payloads [D S4 DMA bandwidth guide]
     dma_latency_ns: float = 1300.0  # semaphore-to-start latency, overlapped [D S4]
     dma_desc_ns: float = 15.0  # per contiguous chunk [I, fits "2 KiB ~ 90 %" of S4]
     dma_partitions_per_queue: int = 8  # 128 partitions over 16 engines [D S3 arch]
-    dma_shared_queues: bool = True  # loads and stores share the 16 DMA engines' bandwidth (else separate timelines) [I, fitted]
+    hbm_bytes_per_ns: float = 410.0  # the core's HBM share, caps the engines' sum (410 GB/s trn1) [D]
+    dma_start_ns: float = 0.0  # semaphore-to-start of a transfer that waits for another engine [D S4: ~1300]
     dma_fixed_ns: float = 0.0  # per-DMA queue occupancy (descriptor generation, semaphore write) [I, fitted]
     dma_transpose_efficiency_hbm: float = 0.9  # DMA transpose HBM->SBUF: "up to 90 %" of DMA throughput [D S4 trn2
     #                                            guide]; trn1's "much lower bandwidth" is not quantified [I same]
@@ -29,6 +31,7 @@ class Target:
     sbuf_reserved_bytes: int = 16 * 1024  # compiler reserve [D S3 compiler/sbuf.py]
     hoist_share: float = 0.0  # max SBUF share kept for hoisted (loop-invariant) loads [I, fitted]
     static_hoist_share: float = 0.7  # SBUF share pinned for loop-invariant inputs (residency.py) [I, fitted to nki-facts §5.2]
+    spill_at_eviction: bool = True  # a live computed block is saved when evicted; the evicting write waits [I]
     release_dead_blocks: bool = False  # free SBUF blocks after their last access in the trace (residency.py) [I]
     psum_banks: int = 8  # 8 x 2 KiB per partition [D]
     min_ii: int = 64  # MIN_II cycles [D S3 isa docs]
@@ -38,7 +41,8 @@ class Target:
     buffers_affine: int = 3  # physical buffers per SBUF allocation site in affine loops / block dims [I, fitted]
     buffers_sequential: int = 1  # ... for tiles allocated in sequential (Python range) loops [I, fitted]
     buffer_share: float = 0.25  # at most this fraction of usable SBUF per site ring [I]
-    auto_engine: str = "balance"  # engine=unknown ops: "vector", "scalar" or "balance" (earlier free) [I, fitted]
+    compute_order: str = "program"  # compute engines' instruction order: "program" or "ready" [I]
+    auto_engine: str = "scalar"  # engine=unknown ops: "vector", "scalar" or "balance" (earlier free) [I, fitted]
     auto_bias_ns: float = 0.0  # "balance": ScalarE chosen only if free this much earlier [I, fitted]
     sync_ns: float = 30.0  # cross-engine semaphore wait per dependency edge [I nki-facts §3.6]
     launch_ns: float = 30000.0  # fixed launch/teardown [I nki-facts §3.6]
@@ -79,7 +83,7 @@ TRN1 = Target(
 TRN2 = replace(
     TRN1, name="trn2", label="unvalidated",
     clock_ghz={"tensor": 2.4, "vector": 0.96, "scalar": 1.2, "gpsimd": 1.2},  # [D S4 trn2 guide]
-    dma_bytes_per_ns=23.0, sbuf_partition_bytes=224 * 1024, transpose_speedup=2.0,
+    dma_queue_bytes_per_ns=23.0, hbm_bytes_per_ns=2900.0 / 8, sbuf_partition_bytes=224 * 1024, transpose_speedup=2.0,
     shared_ports=False, vector_perf_mode=True, peak_flops=79e12, dram_bytes_per_s=362e9,
 )
 

@@ -20,6 +20,7 @@ Record kinds:
 ``engine`` is "tensor"/"vector"/"scalar"/"gpsimd" or "auto" (engine=unknown:
 VectorE or ScalarE, chosen at replay by ``Target.auto_engine``).
 """
+import bisect
 import math
 
 import numpy as np
@@ -28,7 +29,7 @@ from . import formulas, metrics, targets
 from ..dtypes import name as name_of
 from ..layout import gather_flat, gather_inb, gather_signature
 from .residency import Residency
-from .scheduler import HBM_CHUNK, Scheduler
+from .scheduler import HBM_CHUNK, Rings, Scheduler, dma_engines
 
 ON_CHIP = ("sbuf", "psum")
 _DT16 = ("bfloat16", "float16")
@@ -295,91 +296,186 @@ class Tracer:
 
 
 class _Replay:
-    """State of one replay: scheduler, residency, byte counters."""
+    """One replay of a trace: a planning pass, then a timing pass.
+
+    Planning (program order, no times): SBUF residency (hoisted loads, re-issues,
+    spills), the physical buffer each new tile takes (``scheduler.Rings``), the DMA
+    engines of narrow transfers (round-robin) and the **issue key** of every job.
+    Timing hands the jobs to the scheduler sorted by (key, program index), so each
+    resource serves them in that fixed order. A compute instruction or a store is
+    issued at its place in the program (key = its index); a load as soon as its
+    destination buffer is free in program order (key = the index of the last access
+    to the buffer's previous occupant, or of an earlier write of its regions; -1 for a
+    fresh buffer): the compiler issues loads ahead of the loop body that consumes
+    them (software pipelining), which keeps a store waiting for its data from
+    blocking the next loads of the same DMA queues. The order never depends on a
+    duration, which makes the estimate monotone (scheduler docstring).
+    """
 
     def __init__(self, target, counters):
         self.t = target
         self.sched = Scheduler(target)
         self.res = Residency(target.sbuf_capacity, target.hoist_share)
+        self.rings = Rings()
         self.m = counters
         self.hbm_read = self.hbm_write = self.spill_save = self.spill_reload = 0
         self.dma_count = self.hoisted = 0
         self.load_end = {}
-        self.place_cache = {}
+        self.jobs = []
+        self.rr = {"load": 0, "store": 0}
+        self.keys = []  # issue key per job (Target.compute_order)
+        self.last_write = {}  # (uid, block) -> index of the last job that wrote it
+        self.last_access = {}  # (uid, block) -> index of the last job that read or wrote it
+        self.alias = {}  # tile key of a hoisted load -> the tile (physical buffer) holding its data
+        self.src_tile = {}  # HBM source key -> tile its last real load wrote
 
+    # --- planning -------------------------------------------------------------------
     def place(self, entries):
         if not entries:
             return ()
         t = self.t
-        return [(key, site, t.buffers(kind, bpp)) for key, site, kind, bpp in entries]
+        return self.rings.place([(key, site, t.buffers(kind, bpp)) for key, site, kind, bpp in entries])
 
-    def reloads(self, sbuf_reads, region_of):
-        s = self.sched
+    def _add(self, job, reads=(), writes=(), waits=(), uses=(), reorder=False):
+        """Appends ``job``; its issue key is its program index, or with ``reorder`` (compute
+        instructions under Target.compute_order "ready") the index of the latest job it
+        depends on: the last writer of what it reads, the last access to what it writes
+        and to the buffers it reuses."""
+        i = len(self.jobs)
+        self.jobs.append(job)
+        lw, la = self.last_write, self.last_access
+        key = i
+        if reorder:
+            key = -1
+            for uid, b0, b1, _, _ in reads:
+                for b in range(b0, b1 + 1):
+                    key = max(key, lw.get((uid, b), -1))
+            for uid, b0, b1, _, _ in writes:
+                for b in range(b0, b1 + 1):
+                    key = max(key, la.get((uid, b), -1))
+            for k in waits:
+                key = max(key, la.get(k, -1))
+        self.keys.append(key)
+        for uid, b0, b1, _, _ in reads:
+            for b in range(b0, b1 + 1):
+                la[(uid, b)] = i
+        for uid, b0, b1, _, _ in writes:
+            for b in range(b0, b1 + 1):
+                la[(uid, b)] = i
+                lw[(uid, b)] = i
+        for k in uses:
+            la[k] = i
+
+    def _first(self, direction, partitions):
+        n_q = dma_engines(self.t, partitions)
+        if n_q >= self.t.dma_queues:
+            return 0
+        first = self.rr[direction]
+        self.rr[direction] = (first + n_q) % self.t.dma_queues
+        return first
+
+    def _dma_job(self, direction, partitions, nbytes, n_desc, reads, writes, waits, uses, extra=None,
+                 load_key=None):
+        efficiency, delay = self.dma_modes(extra)
+        hbm = not (extra and extra.get("onchip"))
+        job = ("D", direction, partitions, nbytes, n_desc, reads, writes, waits, uses, efficiency, delay,
+               self._first(direction, partitions), hbm, load_key)
+        self._add(job, reads, writes, waits, uses)
+        self.dma_count += 1
+
+    def reloads(self, sbuf_reads):
         for key, nbytes, partitions in sbuf_reads:
             act = self.res.read(key, nbytes)
             if act is None:
                 continue
             kind, save, reload = act
-            region = region_of(key)
-            if save:
+            region = (key[0], key[1], key[1], 0, 1 << 62)
+            if save:  # the save is costed here, at the read (residency emits it lazily)
                 self.spill_save += save
                 self.hbm_write += save
-                s.dma(partitions, save, partitions, [region], [], "store")
-                self.dma_count += 1
+                self._dma_job("store", partitions, save, partitions, [region], [], (), ())
             if kind == "spill":
                 self.spill_reload += reload
             self.hbm_read += reload
-            self.dma_count += 1
-            s.dma(partitions, reload, partitions, [], [region])
+            self._dma_job("load", partitions, reload, partitions, [], [region], (), ())
 
-    def compute(self, rec):
+    def spill_saves(self):
+        """Save jobs for the computed blocks the last residency calls evicted that a later
+        instruction still reads (their data must reach HBM before the buffer is reused);
+        returns the tile keys the evicting instruction waits for (nki-facts §3.4)."""
+        evicted, self.res.evicted = self.res.evicted, []
+        waits = []
+        for old in evicted:
+            key = old.block
+            if old.kind != "compute" or old.saved or key is None or self.next_read(key) is None:
+                continue
+            old.saved = True
+            save = old.bytes_pp * 128
+            self.spill_save += save
+            self.hbm_write += save
+            token = ("spill save", key)
+            self._dma_job("store", 128, save, 128, [(key[0], key[1], key[1], 0, 1 << 62)], [], (), [token])
+            waits.append(token)
+        return waits
+
+    def next_read(self, key):
+        """Index (in the trace) of the next record after the current one that reads block
+        ``key``, or None."""
+        reads = self.reads_of.get(key)
+        if not reads:
+            return None
+        i = bisect.bisect_right(reads, self.current)
+        return reads[i] if i < len(reads) else None
+
+    def plan_compute(self, rec):
         _, engine, op, n, info, reads, writes, psum_blocks, sbuf_reads, sbuf_writes, place = rec
-        t, s = self.t, self.sched
         if sbuf_reads:
-            self.reloads(sbuf_reads, lambda key: (key[0], key[1], key[1], 0, 1 << 62))
-        if engine == "auto":
-            engine = self.auto_engine(op, psum_blocks)
-        cyc = formulas.cycles(op, n, info, engine, t) + t.instr_overhead_cycles
-        if engine == "scalar":
-            cyc += t.act_overhead_cycles
-        uses = [k for k, _, _ in sbuf_reads] + [k for k, _ in sbuf_writes]
-        s.compute(engine, cyc / t.clock_ghz[engine], reads, writes, psum_blocks, bool(psum_blocks),
-                  info.get("sbuf", False), self.place(place), uses)
+            self.reloads(sbuf_reads)
         for key, bpp in sbuf_writes:
             self.res.write(key, bpp)
+        saves = self.spill_saves() if self.t.spill_at_eviction else []
+        alias = self.alias
+        uses = [alias.get(k, k) for k, _, _ in sbuf_reads] + [alias.get(k, k) for k, _ in sbuf_writes]
+        waits = list(self.place(place)) + saves
+        if psum_blocks:  # PSUM banks: a ring of Target.psum_banks, in program order
+            banks = self.t.psum_banks
+            waits += self.rings.place([(key, ("psum",), banks) for key in psum_blocks])
+            uses = uses + list(psum_blocks)
+        self._add(("C", rec, waits, uses), reads, writes, waits, uses, self.t.compute_order == "ready")
+        if engine == "tensor" and not psum_blocks and writes:
+            # TensorE writes only PSUM [D nki-facts §2.6]: a matmul recorded into SBUF (a
+            # partition broadcast) is evicted from PSUM by a copy
+            copy = ("C", "auto", "tensor_copy", n, {"sbuf": True}, writes, writes, [], [], [], ())
+            self._add(("C", copy, (), uses, True), writes, writes, (), uses)
 
-    def auto_engine(self, op, psum_blocks):
-        """Engine for an engine=unknown instruction (Target.auto_engine)."""
-        policy = self.t.auto_engine
-        if policy in ("vector", "scalar"):
-            return policy
-        s = self.sched
-        return "scalar" if s.free["scalar"] + self.t.auto_bias_ns < s.free["vector"] else "vector"
-
-    def load(self, rec):
+    def plan_load(self, rec):
         _, partitions, nbytes, n_desc, key, block, bpp, src_region, dst_region, place = rec[:10]
-        efficiency, delay = self.dma_modes(rec[10] if len(rec) > 10 else None)
-        s = self.sched
+        extra = rec[10] if len(rec) > 10 else None
         if block is not None and self.res.load(key, block, bpp, nbytes):
-            s.wrote([dst_region], self.load_end.get(key, 0.0), "dma")
+            # the data is still in the buffer of the tile its last load wrote: readers of
+            # this tile access that buffer
+            held = self.src_tile.get(key)
+            if held is not None and held != block:
+                self.alias[block] = self.alias.get(held, held)
+            self._add(("H", dst_region, key), (), [dst_region])
             self.hoisted += 1
             return
-        _, end = s.dma(partitions, nbytes, n_desc, [src_region], [dst_region], "load", self.place(place),
-                       [k for k, _, _, _ in place], efficiency, delay)
-        self.load_end[key] = end
-        if len(rec) <= 10 or not rec[10].get("onchip"):
+        if block is not None:
+            self.src_tile[key] = block
+            self.alias.pop(block, None)
+        saves = self.spill_saves() if self.t.spill_at_eviction else []
+        self._dma_job("load", partitions, nbytes, n_desc, [src_region], [dst_region],
+                      list(self.place(place)) + saves, [k for k, _, _, _ in place], extra, load_key=key)
+        if not (extra and extra.get("onchip")):
             self.hbm_read += nbytes
-        self.dma_count += 1
 
-    def store(self, rec):
+    def plan_store(self, rec):
         _, partitions, nbytes, n_desc, sbuf_reads, src_region, writes, scratch = rec[:8]
-        efficiency, delay = self.dma_modes(rec[8] if len(rec) > 8 else None)
         if sbuf_reads:
-            self.reloads(sbuf_reads, lambda key: (key[0], key[1], key[1], 0, 1 << 62))
-        self.sched.dma(partitions, nbytes, n_desc, [src_region], writes, "store", (),
-                       [k for k, _, _ in sbuf_reads], efficiency, delay)
+            self.reloads(sbuf_reads)
+        self._dma_job("store", partitions, nbytes, n_desc, [src_region], writes, (),
+                      [self.alias.get(k, k) for k, _, _ in sbuf_reads], rec[8] if len(rec) > 8 else None)
         self.hbm_write += nbytes
-        self.dma_count += 1
 
     def dma_modes(self, extra):
         """(bandwidth efficiency, start delay ns) of a DMA record's transpose/DGE flags on this
@@ -392,23 +488,75 @@ class _Replay:
             extra.get("transpose"), 1.0)
         return efficiency, t.hwdge_ns if extra.get("dge") == "hwdge" else 0.0
 
+    # --- timing ---------------------------------------------------------------------
+    def auto_engine(self, op, psum_blocks, reads=()):
+        """Engine for an engine=unknown instruction (Target.auto_engine)."""
+        policy = self.t.auto_engine
+        if policy in ("vector", "scalar"):
+            return policy
+        s = self.sched
+        if policy == "follow":  # VectorE when an input comes from VectorE, else ScalarE
+            for uid, b0, b1, lo, hi in reads:
+                for b in range(b0, b1 + 1):
+                    for w_lo, w_hi, _, w_eng in s.writers.get((uid, b), ()):
+                        if w_eng == "vector" and w_lo <= hi and lo <= w_hi:
+                            return "vector"
+            return "scalar"
+        return "scalar" if s.free["scalar"] + self.t.auto_bias_ns < s.free["vector"] else "vector"
+
+    def time_compute(self, job):
+        _, rec, waits, uses = job[:4]
+        _, engine, op, n, info, reads, writes, psum_blocks, _, _, _ = rec
+        from_psum = len(job) > 4
+        t = self.t
+        if engine == "auto":
+            engine = self.auto_engine(op, psum_blocks, reads)
+        cyc = formulas.cycles(op, n, info, engine, t) + t.instr_overhead_cycles
+        if engine == "scalar":
+            cyc += t.act_overhead_cycles
+        self.sched.compute(engine, cyc / t.clock_ghz[engine], reads, writes, psum_blocks,
+                           bool(psum_blocks) or from_psum, info.get("sbuf", False), waits, uses)
+
+    def time_dma(self, job):
+        (_, direction, partitions, nbytes, n_desc, reads, writes, waits, uses, efficiency, delay, first, hbm,
+         load_key) = job
+        _, end = self.sched.dma(partitions, nbytes, n_desc, reads, writes, direction, waits, uses, efficiency,
+                                delay, first, hbm)
+        if load_key is not None:
+            self.load_end[load_key] = end
+
     def run(self, records):
         if self.t.static_hoist_share > 0:
             self.res.hoisted_groups = plan_static_hoisting(records, self.t)
         dying, last_load = _last_uses(records) if self.t.release_dead_blocks else ({}, {})
-        compute, load, store, release = self.compute, self.load, self.store, self.res.release
+        release = self.res.release
+        self.reads_of = _reads_of(records) if self.t.spill_at_eviction else {}
+        self.res.evicted = [] if self.t.spill_at_eviction else None
         for i, rec in enumerate(records):
+            self.current = i
             kind = rec[0]
             if kind == "C":
-                compute(rec)
+                self.plan_compute(rec)
             elif kind == "L":
-                load(rec)
+                self.plan_load(rec)
             else:
-                store(rec)
+                self.plan_store(rec)
             if i in dying:
                 live = lambda src, i=i: last_load.get(src, -1) > i  # noqa: E731
                 for block in dying[i]:
                     release(block, live)
+        s, jobs, keys = self.sched, self.jobs, self.keys
+        order = range(len(jobs)) if self.t.compute_order == "program" else \
+            sorted(range(len(jobs)), key=lambda i: (keys[i], i))
+        for i in order:
+            job = jobs[i]
+            kind = job[0]
+            if kind == "C":
+                self.time_compute(job)
+            elif kind == "D":
+                self.time_dma(job)
+            else:
+                s.wrote([job[1]], self.load_end.get(job[2], 0.0), "dma")
         return self
 
 
@@ -417,6 +565,17 @@ def _dma_extra(info):
     (records of plain loads and stores keep their length, so cached traces stay valid)."""
     extra = {k: info[k] for k in ("transpose", "dge", "onchip") if info.get(k)}
     return (extra,) if extra else ()
+
+
+def _reads_of(records):
+    """{SBUF block: [indices of the records that read it]} of a trace."""
+    out = {}
+    for i, rec in enumerate(records):
+        kind = rec[0]
+        reads = rec[8] if kind == "C" else rec[4] if kind == "S" else ()
+        for key, _, _ in reads:
+            out.setdefault(key, []).append(i)
+    return out
 
 
 def _last_uses(records):
