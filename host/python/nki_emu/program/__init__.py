@@ -40,10 +40,7 @@ import json
 import sys
 
 from . import state
-from .values import ProgramError  # noqa: F401
-
-FORMAT = "accelopt-nki-program"
-VERSION = 1
+from .values import FORMAT, VERSION, ProgramError  # noqa: F401
 
 
 def _annotation(value):
@@ -77,7 +74,7 @@ def record(load, args, kernel_file, target="trn1"):
     for what cannot be part of a program.
     """
     import nki_emu
-    from .recorder import ROOT_NAMES, Recorder, _function
+    from .recorder import ROOT_NAMES, Recorder, kernel_function
     nki_emu.install()
     # The cyclic collector would rescan the growing program (hundreds of thousands of
     # containers) again and again; a trace holds no values, so what cycles it makes are small.
@@ -87,7 +84,7 @@ def record(load, args, kernel_file, target="trn1"):
     recorder.install({name: sys.modules[name] for name in ROOT_NAMES})
     try:
         kernel = load()
-        fn = _function(kernel)
+        fn = kernel_function(kernel)
         if not callable(fn):
             raise ProgramError(f"{kernel_file}: the kernel is not a function")
         try:

@@ -126,16 +126,16 @@ def _transparent_launcher(name):
     """The tracing stand-in of ``nki.<name>``: the kernel it wraps runs inline."""
     def launch(kernel=None, *args, **options):
         if name == "simulate_kernel":
-            return _function(kernel)(*args, **options)
+            return kernel_function(kernel)(*args, **options)
         if kernel is None or not callable(kernel):
             return lambda k: launch(k)
         if name in ("jit", "trace"):
             return TracedKernel(kernel)
-        return lambda *a: _function(kernel)(*a)
+        return lambda *a: kernel_function(kernel)(*a)
     return launch
 
 
-def _function(kernel):
+def kernel_function(kernel):
     return getattr(kernel, "__nki_function__", kernel)
 
 

@@ -28,9 +28,8 @@ from .. import language, runtime, tensor
 from .. import typing as nki_typing
 from . import state
 from .recorder import LAUNCHERS, OPERATORS, PASSED_AS_IS
-from .values import CONSTANT_BYTES, ProgramError, decode, same
+from .values import CONSTANT_BYTES, FORMAT, VERSION, ProgramError, decode, same
 
-from . import FORMAT, VERSION
 # Largest serialised program accepted (bytes).
 MAX_PROGRAM_BYTES = 512 << 20
 

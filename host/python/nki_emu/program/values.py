@@ -24,6 +24,10 @@ import numpy as np
 
 from .. import dtypes
 
+# The program document's format name and version (nki_emu.program's docstring).
+FORMAT = "accelopt-nki-program"
+VERSION = 1
+
 # NumPy functions (not ufuncs) that kernels pass as an ``op`` (np.max in
 # nisa.tensor_reduce), by name.
 NUMPY_FUNCTIONS = ("max", "min", "sum", "mean", "prod", "amax", "amin", "all", "any")
