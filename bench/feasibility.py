@@ -1,6 +1,6 @@
 """Feasibility of the cost model against every measured Trainium result (issue 35).
 
-Usage: /usr/bin/python3.11 bench/feasibility.py PUBLISHED_NKIBENCH_DIR [--accelopt DIR]
+Usage: /usr/bin/python3.11 bench/feasibility.py PUBLISHED_NKIBENCH_DIR [--accelopt DIR] [--set knob=value ...]
 
 For each NKIBench problem the model's own lower bound on latency (its
 "floor") must not exceed a latency the hardware measured: a model that calls a
@@ -26,6 +26,9 @@ $ACCELOPT_REPO or /work/.mirror/zhang677+AccelOpt/repo); plus the NKI fused-Mamb
 tutorial's latencies (nki-facts §5.3) at their sizes. Prints per problem the
 floor, what bounds it, the measured latencies and the margin (measured / floor);
 exits 1 if any floor exceeds a measured mean latency, 2 on usage errors.
+``--set`` changes a field of the trn1 target (as bench/calibrate.py does), e.g.
+``--set dma_bytes_per_ns=17 --set dma_queue_bytes_per_ns=17`` for the rates of
+the model before issue 35 (272 GB/s for loads and stores together).
 """
 import csv
 import io
@@ -192,17 +195,26 @@ def check(table):
 
 
 def main(argv):
-    args, repo = [], os.environ.get("ACCELOPT_REPO", DEFAULT_REPO)
+    args, repo, sets = [], os.environ.get("ACCELOPT_REPO", DEFAULT_REPO), {}
     it = iter(argv)
     for a in it:
         if a == "--accelopt":
             repo = next(it, None)
+        elif a == "--set":
+            key, _, value = (next(it, None) or "").partition("=")
+            sets[key] = value
         else:
             args.append(a)
     if len(args) != 1 or not repo:
         print(__doc__, file=sys.stderr)
         return 2
+    import dataclasses
     target = targets.get("trn1")
+    for key, value in sets.items():
+        if not hasattr(target, key):
+            print(f"unknown knob {key!r}", file=sys.stderr)
+            return 2
+        target = dataclasses.replace(target, **{key: type(getattr(target, key))(float(value))})
     r = rates(target)
     print(f"model rates (trn1): DMA {r['dma']:.0f} GB/s both directions, {r['dma_direction']:.0f} GB/s one "
           f"direction; TensorE fp32 {r['mm'] / 1e3:.2f} TFLOP/s; elementwise {r['elem_sbuf']:.0f} G elem/s "

@@ -53,17 +53,18 @@ def dma_occupancy(target, partitions, nbytes, n_desc, efficiency=1.0, hbm=True):
     bandwidth) for one transfer (nki-facts §3.4).
 
     Queue: ``dma_fixed_ns`` + descriptors x ``dma_desc_ns`` + bytes at the per-queue rate
-    ``dma_queue_bytes_per_ns`` (17 B/ns on trn1: the documented per-engine figure for
-    >= 4 KiB payloads). Shared: bytes at ``dma_rate`` (loads and stores together). A
+    ``dma_queue_bytes_per_ns`` (with 4 KiB rows the documented 17 B/ns per engine).
+    Shared (loads and stores together): the same per-transfer and per-descriptor costs
+    (the engine does that work whichever queue the transfer is in) + bytes at ``dma_rate``. A
     descriptor is one contiguous chunk; every partition row is at least one (a partition
     is its own SBUF address range), so ``n_desc`` is raised to ``partitions``.
     """
     n_q = dma_engines(target, partitions)
     n_desc = max(n_desc, partitions, 1)
     per_engine = nbytes / n_q
-    queue = (target.dma_fixed_ns + (n_desc / n_q) * target.dma_desc_ns
-             + per_engine / (target.dma_queue_bytes_per_ns * efficiency))
-    return n_q, queue, per_engine / (dma_rate(target, hbm) * efficiency)
+    overhead = target.dma_fixed_ns + (n_desc / n_q) * target.dma_desc_ns
+    queue = overhead + per_engine / (target.dma_queue_bytes_per_ns * efficiency)
+    return n_q, queue, overhead + per_engine / (dma_rate(target, hbm) * efficiency)
 
 
 class Rings:
@@ -110,13 +111,17 @@ class Scheduler:
         self.lanes = {"load": [0.0] * target.dma_queues, "store": [0.0] * target.dma_queues}
         self.dma_floor = 0.0  # total shared-bandwidth ns of all transfers / engines
         self.writers = {}  # (uid, block) -> list of [lo, hi, end, engine]
-        self.last_use = {}  # tile key -> end of its latest access
+        self.last_use = {}  # tile key -> end of its latest access by a compute engine
+        self.last_dma_use = {}  # ... by a DMA
         self.end = 0.0
 
     # --- dependencies ---------------------------------------------------------------
-    def ready(self, regions, engine):
-        """Earliest time all writers of ``regions`` finished (+ sync when cross-engine)."""
-        t = 0.0
+    def ready(self, regions, engine, split=False):
+        """Earliest time all writers of ``regions`` finished (+ sync when cross-engine).
+
+        With ``split``: (latest end of a DMA writer, latest end of a compute-engine writer),
+        without the sync (a DMA that waits for an engine pays ``dma_start_ns`` instead)."""
+        t = t_dma = t_eng = 0.0
         sync = self.t.sync_ns
         writers = self.writers
         for uid, b0, b1, lo, hi in regions:
@@ -126,10 +131,16 @@ class Scheduler:
                     continue
                 for w_lo, w_hi, w_end, w_eng in lst:
                     if w_lo <= hi and lo <= w_hi:
+                        if split:
+                            if w_eng == "dma":
+                                t_dma = w_end if w_end > t_dma else t_dma
+                            elif w_end > t_eng:
+                                t_eng = w_end
+                            continue
                         e = w_end + (sync if w_eng != engine else 0.0)
                         if e > t:
                             t = e
-        return t
+        return (t_dma, t_eng) if split else t
 
     def wrote(self, regions, end, engine):
         for uid, b0, b1, lo, hi in regions:
@@ -142,19 +153,23 @@ class Scheduler:
                 lst.append([lo, hi, end, engine])
 
     # --- physical buffers (write-after-read) ----------------------------------------
-    def freed(self, previous):
+    def freed(self, previous, split=False):
         """Earliest start of an instruction that reuses the buffers of ``previous`` tiles
-        (their last access must have finished)."""
-        t = 0.0
-        lu = self.last_use
+        (their last access must have finished); with ``split`` (last DMA access, last
+        compute-engine access)."""
+        t_dma = t_eng = 0.0
+        lu, by_dma = self.last_use, self.last_dma_use
         for key in previous:
             e = lu.get(key, 0.0)
-            if e > t:
-                t = e
-        return t
+            if e > t_eng:
+                t_eng = e
+            d = by_dma.get(key, 0.0)
+            if d > t_dma:
+                t_dma = d
+        return (t_dma, t_eng) if split else max(t_dma, t_eng)
 
-    def used(self, keys, end):
-        lu = self.last_use
+    def used(self, keys, end, dma=False):
+        lu = self.last_dma_use if dma else self.last_use
         for k in keys:
             if lu.get(k, 0.0) < end:
                 lu[k] = end
@@ -211,11 +226,13 @@ class Scheduler:
         """
         t = self.t
         n_q, occupancy, share = dma_occupancy(t, partitions, nbytes, n_desc, efficiency, hbm)
-        ready = max(self.ready(reads, "dma"), self.ready(writes, "dma"))
-        if waits:
-            ready = max(ready, self.freed(waits))
-        if ready > 0.0:
-            ready += t.dma_start_ns  # semaphore-to-start of a transfer that waited for an engine
+        # a transfer that waits for a compute engine starts dma_start_ns after its semaphore;
+        # one that waits for another transfer only for that transfer's completion
+        r_dma, r_eng = self.ready(reads, "dma", True)
+        w_dma, w_eng = self.ready(writes, "dma", True)
+        f_dma, f_eng = self.freed(waits, True) if waits else (0.0, 0.0)
+        on_engine = max(r_eng, w_eng, f_eng)
+        ready = max(r_dma, w_dma, f_dma, on_engine + t.dma_start_ns if on_engine > 0.0 else 0.0)
         ready += delay_ns
         lanes = self.lanes[direction]
         n_all = len(lanes)
@@ -236,7 +253,7 @@ class Scheduler:
             self.end = self.dma_floor
         self.wrote(writes, end, "dma")
         if uses:
-            self.used(uses, end)
+            self.used(uses, end, dma=True)
         if end > self.end:
             self.end = end
         return start, end

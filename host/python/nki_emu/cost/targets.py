@@ -15,14 +15,19 @@ class Target:
     label: str  # "calibrated" (trn1) or "unvalidated" (trn2): nki-facts §5.4 step 3
     clock_ghz: dict = field(default_factory=dict)  # per engine [D nki-facts §3.1]
     dma_queues: int = 16  # DMA engines per core [D S3/S4]
-    dma_bytes_per_ns: float = 27.2  # per-engine bandwidth, loads and stores together [D S4 DMA overview]
-    dma_queue_bytes_per_ns: float = 17.0  # per engine and direction, >= 4 KiB payloads [D S4 DMA bandwidth guide]
-    dma_latency_ns: float = 1300.0  # semaphore-to-start latency, overlapped [D S4]
-    dma_desc_ns: float = 15.0  # per contiguous chunk [I, fits "2 KiB ~ 90 %" of S4]
+    # DMA (nki-facts §3.1, §3.4; docs/nki-emulator.md "DMA and engine model")
+    dma_bytes_per_ns: float = 27.2  # one engine, loads and stores together: "theoretical bandwidth of
+    #                                 27.2 GB/s" per engine [D S4 DMA overview]
+    hbm_bytes_per_ns: float = 410.0  # the core's HBM share (820 GB/s per 2-core chip) caps the 16 engines [D S3/S4]
+    dma_queue_bytes_per_ns: float = 21.0  # one queue (direction) per engine, before descriptor costs [I, fitted:
+    #                                       with dma_desc_ns, >= 4 KiB payloads move at the documented 17 B/ns]
+    dma_desc_ns: float = 46.0  # per contiguous chunk (DMA packet) and engine [I, fitted as above]
+    dma_start_ns: float = 1300.0  # "semaphore-to-start latency (~1300 ns cross-engine)" of a transfer that
+    #                               waits for a compute engine [D S4 DMA bandwidth guide]
+    dma_latency_ns: float = 0.0  # completion latency after the last byte: none (an isolated 32 KiB transfer
+    #                              took exactly 32 KiB / 23 B/ns on trn2) [D S4 DMA overview]
     dma_partitions_per_queue: int = 8  # 128 partitions over 16 engines [D S3 arch]
-    hbm_bytes_per_ns: float = 410.0  # the core's HBM share, caps the engines' sum (410 GB/s trn1) [D]
-    dma_start_ns: float = 0.0  # semaphore-to-start of a transfer that waits for another engine [D S4: ~1300]
-    dma_fixed_ns: float = 0.0  # per-DMA queue occupancy (descriptor generation, semaphore write) [I, fitted]
+    dma_fixed_ns: float = 0.0  # per-transfer queue occupancy beyond descriptors [I, fitted: 0]
     dma_transpose_efficiency_hbm: float = 0.9  # DMA transpose HBM->SBUF: "up to 90 %" of DMA throughput [D S4 trn2
     #                                            guide]; trn1's "much lower bandwidth" is not quantified [I same]
     dma_transpose_efficiency_sbuf: float = 0.5  # SBUF->SBUF: "up to 50 %" [D S4 trn2 guide; I for trn1]
@@ -36,14 +41,13 @@ class Target:
     psum_banks: int = 8  # 8 x 2 KiB per partition [D]
     min_ii: int = 64  # MIN_II cycles [D S3 isa docs]
     instr_overhead_cycles: int = 0  # extra static cost per compute instruction, engine cycles [I]
-    act_overhead_cycles: int = 0  # extra ScalarE cost per instruction (SBUF/PSUM access bubble, ~60
-    #                               cycles on NC-v2 [D S3 arch]; ActReadAccumulator ~64 [D]) [I, fitted]
-    buffers_affine: int = 3  # physical buffers per SBUF allocation site in affine loops / block dims [I, fitted]
+    act_overhead_cycles: int = 64  # extra ScalarE cost per instruction: the SBUF/PSUM access bubble, ~60
+    #                                cycles on NC-v2 [D S3 arch]; ActReadAccumulator ~64 [D]; checked against the
+    #                                measured ScalarE active times (matmul 2.40 ms measured, 2.42 estimated) [M]
+    buffers_affine: int = 2  # physical buffers per SBUF allocation site in affine loops / block dims [I, fitted]
     buffers_sequential: int = 1  # ... for tiles allocated in sequential (Python range) loops [I, fitted]
-    buffer_share: float = 0.25  # at most this fraction of usable SBUF per site ring [I]
-    compute_order: str = "program"  # compute engines' instruction order: "program" or "ready" [I]
-    auto_engine: str = "scalar"  # engine=unknown ops: "vector", "scalar" or "balance" (earlier free) [I, fitted]
-    auto_bias_ns: float = 0.0  # "balance": ScalarE chosen only if free this much earlier [I, fitted]
+    buffer_share: float = 0.5  # at most this fraction of usable SBUF per site ring [I]
+    auto_engine: str = "scalar"  # engine=unknown ops: "scalar" or "vector" [M nki-facts §3.5: ScalarE]
     sync_ns: float = 30.0  # cross-engine semaphore wait per dependency edge [I nki-facts §3.6]
     launch_ns: float = 30000.0  # fixed launch/teardown [I nki-facts §3.6]
     reciprocal_factor: float = 2.0  # VectorE reciprocal = factor*N (doc says 8N; nki-facts §5.2 [M])
@@ -83,7 +87,8 @@ TRN1 = Target(
 TRN2 = replace(
     TRN1, name="trn2", label="unvalidated",
     clock_ghz={"tensor": 2.4, "vector": 0.96, "scalar": 1.2, "gpsimd": 1.2},  # [D S4 trn2 guide]
-    dma_queue_bytes_per_ns=23.0, hbm_bytes_per_ns=2900.0 / 8, sbuf_partition_bytes=224 * 1024, transpose_speedup=2.0,
+    dma_queue_bytes_per_ns=27.2, dma_desc_ns=27.5,  # [I] 4 KiB rows at the documented 23 B/ns [D S4]
+    hbm_bytes_per_ns=2900.0 / 8, sbuf_partition_bytes=224 * 1024, transpose_speedup=2.0,
     shared_ports=False, vector_perf_mode=True, peak_flops=79e12, dram_bytes_per_s=362e9,
 )
 

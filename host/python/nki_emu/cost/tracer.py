@@ -299,17 +299,13 @@ class _Replay:
     """One replay of a trace: a planning pass, then a timing pass.
 
     Planning (program order, no times): SBUF residency (hoisted loads, re-issues,
-    spills), the physical buffer each new tile takes (``scheduler.Rings``), the DMA
-    engines of narrow transfers (round-robin) and the **issue key** of every job.
-    Timing hands the jobs to the scheduler sorted by (key, program index), so each
-    resource serves them in that fixed order. A compute instruction or a store is
-    issued at its place in the program (key = its index); a load as soon as its
-    destination buffer is free in program order (key = the index of the last access
-    to the buffer's previous occupant, or of an earlier write of its regions; -1 for a
-    fresh buffer): the compiler issues loads ahead of the loop body that consumes
-    them (software pipelining), which keeps a store waiting for its data from
-    blocking the next loads of the same DMA queues. The order never depends on a
-    duration, which makes the estimate monotone (scheduler docstring).
+    spills, with a live block's save at its eviction), the physical buffer each new
+    tile takes and the PSUM bank of each accumulation group (``scheduler.Rings``),
+    the DMA engines of narrow transfers (round-robin) and the engine of engine=unknown
+    instructions. Timing hands the resulting jobs to the scheduler in program order:
+    every resource (each compute engine, each DMA engine's load queue and store
+    queue) serves its work in that fixed order, and no choice depends on a duration,
+    which makes the estimate monotone (scheduler docstring).
     """
 
     def __init__(self, target, counters):
@@ -323,9 +319,6 @@ class _Replay:
         self.load_end = {}
         self.jobs = []
         self.rr = {"load": 0, "store": 0}
-        self.keys = []  # issue key per job (Target.compute_order)
-        self.last_write = {}  # (uid, block) -> index of the last job that wrote it
-        self.last_access = {}  # (uid, block) -> index of the last job that read or wrote it
         self.alias = {}  # tile key of a hoisted load -> the tile (physical buffer) holding its data
         self.src_tile = {}  # HBM source key -> tile its last real load wrote
 
@@ -336,35 +329,9 @@ class _Replay:
         t = self.t
         return self.rings.place([(key, site, t.buffers(kind, bpp)) for key, site, kind, bpp in entries])
 
-    def _add(self, job, reads=(), writes=(), waits=(), uses=(), reorder=False):
-        """Appends ``job``; its issue key is its program index, or with ``reorder`` (compute
-        instructions under Target.compute_order "ready") the index of the latest job it
-        depends on: the last writer of what it reads, the last access to what it writes
-        and to the buffers it reuses."""
-        i = len(self.jobs)
+    def _add(self, job, reads=(), writes=(), waits=(), uses=()):
+        """Appends ``job`` (the timing pass hands the jobs over in this order)."""
         self.jobs.append(job)
-        lw, la = self.last_write, self.last_access
-        key = i
-        if reorder:
-            key = -1
-            for uid, b0, b1, _, _ in reads:
-                for b in range(b0, b1 + 1):
-                    key = max(key, lw.get((uid, b), -1))
-            for uid, b0, b1, _, _ in writes:
-                for b in range(b0, b1 + 1):
-                    key = max(key, la.get((uid, b), -1))
-            for k in waits:
-                key = max(key, la.get(k, -1))
-        self.keys.append(key)
-        for uid, b0, b1, _, _ in reads:
-            for b in range(b0, b1 + 1):
-                la[(uid, b)] = i
-        for uid, b0, b1, _, _ in writes:
-            for b in range(b0, b1 + 1):
-                la[(uid, b)] = i
-                lw[(uid, b)] = i
-        for k in uses:
-            la[k] = i
 
     def _first(self, direction, partitions):
         n_q = dma_engines(self.t, partitions)
@@ -419,13 +386,13 @@ class _Replay:
         return waits
 
     def next_read(self, key):
-        """Index (in the trace) of the next record after the current one that reads block
-        ``key``, or None."""
-        reads = self.reads_of.get(key)
-        if not reads:
+        """Index of the next record after the current one that accesses block ``key`` if
+        that access reads it (its data is live), else None (dead, or overwritten first)."""
+        acc = self.reads_of.get(key)
+        if not acc:
             return None
-        i = bisect.bisect_right(reads, self.current)
-        return reads[i] if i < len(reads) else None
+        i = bisect.bisect_right(acc, (self.current, 2))
+        return acc[i][0] if i < len(acc) and acc[i][1] else None
 
     def plan_compute(self, rec):
         _, engine, op, n, info, reads, writes, psum_blocks, sbuf_reads, sbuf_writes, place = rec
@@ -441,7 +408,7 @@ class _Replay:
             banks = self.t.psum_banks
             waits += self.rings.place([(key, ("psum",), banks) for key in psum_blocks])
             uses = uses + list(psum_blocks)
-        self._add(("C", rec, waits, uses), reads, writes, waits, uses, self.t.compute_order == "ready")
+        self._add(("C", rec, waits, uses), reads, writes, waits, uses)
         if engine == "tensor" and not psum_blocks and writes:
             # TensorE writes only PSUM [D nki-facts §2.6]: a matmul recorded into SBUF (a
             # partition broadcast) is evicted from PSUM by a copy
@@ -489,20 +456,11 @@ class _Replay:
         return efficiency, t.hwdge_ns if extra.get("dge") == "hwdge" else 0.0
 
     # --- timing ---------------------------------------------------------------------
-    def auto_engine(self, op, psum_blocks, reads=()):
-        """Engine for an engine=unknown instruction (Target.auto_engine)."""
-        policy = self.t.auto_engine
-        if policy in ("vector", "scalar"):
-            return policy
-        s = self.sched
-        if policy == "follow":  # VectorE when an input comes from VectorE, else ScalarE
-            for uid, b0, b1, lo, hi in reads:
-                for b in range(b0, b1 + 1):
-                    for w_lo, w_hi, _, w_eng in s.writers.get((uid, b), ()):
-                        if w_eng == "vector" and w_lo <= hi and lo <= w_hi:
-                            return "vector"
-            return "scalar"
-        return "scalar" if s.free["scalar"] + self.t.auto_bias_ns < s.free["vector"] else "vector"
+    def auto_engine(self):
+        """Engine for an engine=unknown instruction (Target.auto_engine; nki-facts §3.5: the
+        measured profiles put them on ScalarE). A fixed rule: choosing by which engine is free
+        first would make the estimate non-monotone."""
+        return self.t.auto_engine
 
     def time_compute(self, job):
         _, rec, waits, uses = job[:4]
@@ -510,7 +468,7 @@ class _Replay:
         from_psum = len(job) > 4
         t = self.t
         if engine == "auto":
-            engine = self.auto_engine(op, psum_blocks, reads)
+            engine = self.auto_engine()
         cyc = formulas.cycles(op, n, info, engine, t) + t.instr_overhead_cycles
         if engine == "scalar":
             cyc += t.act_overhead_cycles
@@ -545,11 +503,8 @@ class _Replay:
                 live = lambda src, i=i: last_load.get(src, -1) > i  # noqa: E731
                 for block in dying[i]:
                     release(block, live)
-        s, jobs, keys = self.sched, self.jobs, self.keys
-        order = range(len(jobs)) if self.t.compute_order == "program" else \
-            sorted(range(len(jobs)), key=lambda i: (keys[i], i))
-        for i in order:
-            job = jobs[i]
+        s = self.sched
+        for job in self.jobs:
             kind = job[0]
             if kind == "C":
                 self.time_compute(job)
@@ -568,13 +523,18 @@ def _dma_extra(info):
 
 
 def _reads_of(records):
-    """{SBUF block: [indices of the records that read it]} of a trace."""
+    """{SBUF block: [(index, 1 for a read / 0 for a write) of the records that access it]}."""
     out = {}
     for i, rec in enumerate(records):
         kind = rec[0]
         reads = rec[8] if kind == "C" else rec[4] if kind == "S" else ()
         for key, _, _ in reads:
-            out.setdefault(key, []).append(i)
+            out.setdefault(key, []).append((i, 1))
+        if kind == "C":
+            for key, _ in rec[9]:
+                out.setdefault(key, []).append((i, 0))
+        elif kind == "L" and rec[5] is not None:
+            out.setdefault(rec[5], []).append((i, 0))
     return out
 
 
