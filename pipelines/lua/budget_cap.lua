@@ -8,7 +8,7 @@ return {
   params = {
     candidates = { type = "array", required = true, doc = "native:execute's candidates" },
     used = { type = "object", default = accel.object({}), doc = "case_name -> candidates profiled so far (carried)" },
-    budget = { type = "integer", default = 0, doc = "evaluations per problem; 0 = no cap" },
+    budget = { type = "integer", default = 0, minimum = 0, doc = "evaluations per problem; 0 = no cap" },
     cases = { type = "array", default = accel.array({}), doc = "every problem's case_name (for `exhausted`)" },
   },
   outputs = {

@@ -61,6 +61,12 @@ json Run(StageContext& ctx) {
   }
   const double default_tol = ctx.Param<double>("rel_tol");
   const json overrides = ctx.Param<json>("rel_tol_overrides");
+  // The schema's keys_of has checked the names (validate, and the executor at start).
+  const json wanted = ctx.Param<json>("problems");
+  auto keep = [&wanted](const std::string& problem) {
+    if (!wanted.is_array() || wanted.empty()) return true;
+    return std::find(wanted.begin(), wanted.end(), json(problem)) != wanted.end();
+  };
 
   json cases = json::array();
   json problems = json::array();
@@ -69,6 +75,7 @@ json Run(StageContext& ctx) {
     if (!entry.is_object() || !entry.contains("cases") || !entry["cases"].is_object()) {
       throw StageFailure("config_error", where + " has no 'cases' object");
     }
+    if (!keep(problem)) continue;
     problems.push_back(problem);
     // An explicit override wins, then the directory's own value, then the published one.
     double rel_tol = overrides.contains(problem) ? overrides[problem].get<double>()
@@ -97,7 +104,8 @@ json Run(StageContext& ctx) {
 }
 
 constexpr const char* kParams = R"JSON({
-  "dir": {"type": "string", "required": true, "doc": "NKIBench-format directory holding summary.json"},
+  "dir": {"type": "string", "required": true, "path": "dir", "doc": "NKIBench-format directory holding summary.json (nkibench/README.md)"},
+  "problems": {"type": "array", "default": [], "keys_of": {"param": "dir", "file": "summary.json"}, "doc": "problem names to keep (empty: all); each must be a problem of dir/summary.json, which validate checks"},
   "cases": {"type": "string", "default": "full", "enum": ["full", "small", "all"], "doc": "full, small (case id 'small') or all"},
   "rel_tol": {"type": "number", "default": 2e-05, "doc": "default relative L2 tolerance"},
   "rel_tol_overrides": {"type": "object", "default": {}, "doc": "problem -> rel_tol (wins over summary.json and the published tolerances: mamba 3e-5)"}
@@ -105,7 +113,7 @@ constexpr const char* kParams = R"JSON({
 
 constexpr const char* kOutputs = R"JSON({
   "dir": {"type": "string", "doc": "the benchmark directory, absolute"},
-  "problems": {"type": "array", "doc": "problem names, in summary.json order"},
+  "problems": {"type": "array", "doc": "the kept problem names, in summary.json order"},
   "cases": {"type": "array", "doc": "one object per kernel: problem, case_id, case_name, values, task (reference), kernel, rel_tol, ..."}
 })JSON";
 

@@ -125,7 +125,11 @@ json RunAgentStep(StageContext& ctx) {
   }
   state["done"] = all_done;
   WriteAgentFiles(ctx.RunDir(), state);
-  return {{"state", state}, {"beam", AgentBeam(state)}, {"best", AgentBest(state)}, {"rounds", summaries}, {"done", all_done}};
+  int64_t budget_left = 0;  // the progress line's budget: what the problems still running may evaluate
+  for (const auto& [case_name, c] : state["cases"].items())
+    if (!c.value("done", false)) budget_left += std::max(0, budget - c.value("evaluations", 0));
+  return {{"state", state}, {"beam", AgentBeam(state)}, {"best", AgentBest(state)}, {"rounds", summaries},
+          {"done", all_done}, {"budget_left", budget_left}};
 }
 
 }  // namespace accelopt_search

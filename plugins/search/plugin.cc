@@ -13,7 +13,7 @@ const std::string kGraphParam =
     R"JSON("graph": {"type": "object", "required": true, "doc": "the search state (carried: mcgs_init, then each mcgs_* stage's `graph` output)"})JSON";
 
 const std::string kSearchParams = R"JSON(
-  "budget": {"type": "integer", "default": 40, "doc": "candidate evaluations (profiled kernels) per problem"},
+  "budget": {"type": "integer", "default": 40, "minimum": 0, "doc": "candidate evaluations (profiled kernels) per problem"},
   "workers": {"type": "integer", "default": 2, "doc": "selections per problem and round = evaluations in flight (kept apart by virtual loss)"},
   "c_puct": {"type": "number", "default": 1.0, "doc": "PUCT exploration weight: Q + c_puct * P * sqrt(N(s)) / (1 + N(s,a))"},
   "widen_k": {"type": "number", "default": 1.0, "doc": "progressive widening: a node may have ceil(widen_k * N^widen_alpha) children"},
@@ -67,7 +67,8 @@ const std::string kSelectOutputs = R"JSON({
   "graph": {"type": "object", "doc": "the search state, selected moves pending"},
   "plans": {"type": "array", "doc": "one plan per selection, in native:plan's shape (feed native:execute)"},
   "selected": {"type": "integer", "doc": "selections this round"},
-  "done": {"type": "boolean", "doc": "every problem is done (budget used or nothing left to expand)"}
+  "done": {"type": "boolean", "doc": "every problem is done (budget used or nothing left to expand)"},
+  "budget_left": {"type": "integer", "doc": "evaluations the problems not done may still make (budget - evaluations; 0 for a done one): the progress line's budget (carry it as budget_left)"}
 })JSON";
 const std::string kTransposeOutputs = R"JSON({
   "graph": {"type": "object", "doc": "the search state, executed moves attached"},
@@ -100,7 +101,7 @@ const std::string kAgentStepParams = R"JSON({
   "iteration": {"type": "integer", "default": 0, "doc": "the round (loop.iteration)"},
   "divergence_threshold": {"type": "number", "default": 50.0, "doc": "revert to the best when a correct candidate is slower than it by more than this percent (strictly)"},
   "no_improve_limit": {"type": "integer", "default": 5, "doc": "stop a problem after this many no_improvement rounds in a row"},
-  "budget": {"type": "integer", "default": 40, "doc": "candidate evaluations per problem"}
+  "budget": {"type": "integer", "default": 40, "minimum": 0, "doc": "candidate evaluations per problem"}
 })JSON";
 const std::string kAgentOutputs = R"JSON({
   "state": {"type": "object", "doc": "the agent state"},
@@ -117,7 +118,8 @@ const std::string kAgentStepOutputs = R"JSON({
   "beam": {"type": "array", "doc": "current kernels of the problems still running"},
   "best": {"type": "object", "doc": "case_name -> best kernel"},
   "rounds": {"type": "array", "doc": "per problem: status and lesson of this round"},
-  "done": {"type": "boolean", "doc": "every problem stopped"}
+  "done": {"type": "boolean", "doc": "every problem stopped"},
+  "budget_left": {"type": "integer", "doc": "evaluations the problems still running may make (budget - evaluations): the progress line's budget (carry it as budget_left)"}
 })JSON";
 
 using namespace accelopt_search;

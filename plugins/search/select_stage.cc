@@ -78,9 +78,14 @@ json RunMcgsSelect(StageContext& ctx) {
     }
   }
   graph["done"] = all_done;
+  // What the problems not done may still evaluate (this round's selections included):
+  // the progress line's budget, so a problem that ran out of moves is not waited for.
+  int64_t budget_left = 0;
+  for (const auto& [case_name, cg] : graph["cases"].items())
+    if (!cg.value("done", false)) budget_left += std::max(0, params.budget - cg.value("evaluations", 0));
   ctx.Info("round " + std::to_string(round) + ": " + std::to_string(plans.size()) + " move(s) selected" +
            (all_done ? "; every problem is done" : ""));
-  return {{"graph", graph}, {"plans", plans}, {"selected", plans.size()}, {"done", all_done}};
+  return {{"graph", graph}, {"plans", plans}, {"selected", plans.size()}, {"done", all_done}, {"budget_left", budget_left}};
 }
 
 }  // namespace accelopt_search

@@ -131,7 +131,9 @@ typedef struct AccelStageDescriptor {
   /* JSON object describing the `with:` parameters:
    *   {"param": {"type": "string|integer|number|boolean|array|object|any",
    *              "required": true|false, "default": <json>, "doc": "...",
-   *              "enum": [<allowed values>]}} */
+   *              "enum": [<allowed values>], "minimum"/"maximum": <number>,
+   *              "path": "dir"|"file", "keys_of": {"param": P, "file": F}}}
+   * (docs/pipelines.md, "Parameter schemas"). */
   const char* params_json;
 
   /* Run the stage. `input_json` is an object:

@@ -64,6 +64,10 @@ void SearchStatus::ItemDone(bool reused) {
 }
 
 void SearchStatus::Carry(const nlohmann::json& carry) {
+  if (carry.is_object() && carry.contains("budget_left") && carry["budget_left"].is_number()) {
+    left_ = std::max<int64_t>(0, static_cast<int64_t>(carry["budget_left"].get<double>()));
+    left_base_ = evaluated_;
+  }
   auto [best, geomean] = BestSpeedups(carry);
   if (best) best_ = best;
   if (geomean) geomean_ = geomean;
@@ -72,6 +76,13 @@ void SearchStatus::Carry(const nlohmann::json& carry) {
 void SearchStatus::EndIteration() { last_iteration_items_ = evaluated_ - done_before_iteration_; }
 
 std::optional<int64_t> SearchStatus::Budget() const {
+  std::optional<int64_t> estimate = Estimate();
+  if (!left_) return estimate;
+  const int64_t bound = left_base_ + *left_;  // what the search itself says it may still evaluate
+  return std::max(evaluated_, estimate ? std::min(*estimate, bound) : bound);
+}
+
+std::optional<int64_t> SearchStatus::Estimate() const {
   int64_t per_iteration = planned_this_iteration_ > 0 ? planned_this_iteration_ : last_iteration_items_;
   // A round that evaluated nothing new (a graph search's transpositions only) says nothing about the
   // rounds to come: the average of the finished rounds does.
@@ -90,13 +101,21 @@ std::optional<int64_t> SearchStatus::Budget() const {
   return cap_ ? std::max(evaluated_, std::min(estimate, *cap_)) : estimate;
 }
 
-bool SearchStatus::BudgetExact() const { return iteration_ + 1 >= max_iterations_ && planned_this_iteration_ > 0; }
+bool SearchStatus::BudgetExact() const {
+  return (iteration_ + 1 >= max_iterations_ && planned_this_iteration_ > 0) || (left_ && *left_ == 0);
+}
+
+bool SearchStatus::Stalled() const {
+  return iteration_ > 0 && last_iteration_items_ == 0 && planned_this_iteration_ == 0 && evaluated_ == done_before_iteration_;
+}
 
 std::optional<double> SearchStatus::EtaSeconds(Clock::time_point now) const {
   auto budget = Budget();
   // A resumed run replays its finished candidates in no time: only fresh ones give the rate.
   const int64_t fresh = evaluated_ - reused_;
-  if (!budget || fresh <= 0) return std::nullopt;
+  // Rounds that evaluate nothing (a graph search's transpositions) take time the
+  // time per candidate does not see: no ETA until candidates come again.
+  if (!budget || fresh <= 0 || Stalled()) return std::nullopt;
   const double elapsed = std::chrono::duration<double>(now - started_).count();
   return elapsed / static_cast<double>(fresh) * static_cast<double>(std::max<int64_t>(0, *budget - evaluated_));
 }
@@ -117,6 +136,7 @@ std::string SearchStatus::Line(Clock::time_point now) const {
     }
   }
   if (auto eta = EtaSeconds(now)) line += " · ETA " + FormatEta(*eta);
+  else if (Stalled()) line += " · no new candidate in the last round";
   return line;
 }
 

@@ -8,7 +8,12 @@
 // extrapolated from the current one for the rest (marked "≈"), capped by
 // the loop's declared `budget` when it has one (a budgeted graph search runs
 // until its budget is used, in far fewer iterations than max_iterations;
-// its rounds evaluate fewer candidates as problems finish). The best
+// its rounds evaluate fewer candidates as problems finish), and by the
+// carry's `budget_left` when the search reports it (the evaluations its
+// problems may still make: the graph search's select and the agent's step
+// count 0 for a problem that is done, so a problem that ran out of moves is
+// not waited for). After a round that evaluated nothing, the line says so
+// instead of an ETA from the time per candidate. The best
 // speedup comes from the loop's carry `best` (case -> {latency_ms,
 // baseline_latency_ms or speedup_vs_baseline}), as the optimize loop carries it.
 #pragma once
@@ -68,6 +73,10 @@ class SearchStatus {
   int64_t last_iteration_items_ = 0;   // items of the last finished iteration
   std::optional<double> best_, geomean_;
   std::optional<int64_t> cap_;         // the loop's declared budget
+  std::optional<int64_t> left_;        // the carry's budget_left ...
+  int64_t left_base_ = 0;              // ... counted from this many evaluated
+  bool Stalled() const;                // the last round evaluated nothing and nothing is planned now
+  std::optional<int64_t> Estimate() const;  // Budget() before budget_left
   Clock::time_point started_{};
 };
 

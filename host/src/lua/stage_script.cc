@@ -108,8 +108,9 @@ void ValidateParams(const json& params, const std::string& chunk) {
         if (!value.is_string()) fail(name + ".doc", "must be a string");
       } else if (field == "enum") {
         if (!value.is_array() || value.empty()) fail(name + ".enum", "must be a non-empty list of the allowed values");
-      } else if (field != "default") {
-        fail(name + "." + field, "unknown field (expected type, required, default, doc, enum)");
+      } else if (field != "default" && field != "minimum" && field != "maximum" && field != "path" && field != "keys_of") {
+        // minimum/maximum/path/keys_of: their shape is checked by CheckSchema (plugin/lua_stage.cc).
+        fail(name + "." + field, "unknown field (expected type, required, default, doc, enum, minimum, maximum, path, keys_of)");
       }
     }
   }

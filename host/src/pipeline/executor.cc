@@ -183,6 +183,34 @@ std::string FailedInput(const StageSpec& spec, const json& context) {
   return "";
 }
 
+// For a stage that asks to run after a failure (always() / failure()): the
+// first stage it takes inputs from that produced no outputs (skipped, or
+// failed before it had any); "" if none. A failed loop keeps its carry, so a
+// report over it still runs; a report over a stage that never ran would only
+// add a follow-on error ("attempt to index a nil value"), so it is skipped.
+std::string MissingInput(const StageSpec& spec, const json& context) {
+  const json& stages = context.at("stages");
+  for (const json* value : {&spec.with, &spec.for_each}) {
+    const std::string text = value->dump();
+    for (const auto& id : ReferencedStages(*value)) {
+      // Only a stage whose outputs are read: its status (`stages.x.status`) is there either way.
+      if (text.find("stages." + id + ".outputs") == std::string::npos) continue;
+      auto it = stages.find(id);
+      if (it == stages.end()) continue;
+      const std::string status = (*it).value("status", "");
+      if ((status == "skipped" || status == "failed") && (*it).value("outputs", json()).is_null()) return id;
+    }
+  }
+  return "";
+}
+
+// " (the first cause: stage 'load' failed (config_error): ...)" from a run's first failure.
+std::string FirstCause(const json& failure) {
+  if (!failure.is_object()) return "";
+  return " (the first cause: stage '" + failure.value("stage", std::string("?")) + "' failed (" +
+         failure.value("kind", std::string("error")) + "): " + failure.value("message", std::string()) + ")";
+}
+
 }  // namespace
 
 namespace {
@@ -213,6 +241,9 @@ void CheckResolvedTypes(const json& with, const json& params, const std::string&
   for (const auto& [name, value] : with.items()) {
     if (!params.contains(name)) continue;
     if (auto problem = CheckParamValue(value, params[name])) {
+      throw StageError("config_error", where(name) + ParamProblemMessage(name, uses, *problem, expression(name)));
+    }
+    if (auto problem = CheckParamKeys(value, params[name], with)) {
       throw StageError("config_error", where(name) + ParamProblemMessage(name, uses, *problem, expression(name)));
     }
   }
@@ -278,9 +309,15 @@ bool Executor::RunList(const std::vector<StageSpec>& list, const fs::path& dir, 
       }
     }
     std::string failed_input;
-    if (run && !wants_failure) failed_input = FailedInput(spec, scope.context);
+    if (run) failed_input = wants_failure ? MissingInput(spec, scope.context) : FailedInput(spec, scope.context);
     if (!failed_input.empty()) {
-      spdlog::warn("stage {} skipped: its input stage '{}' did not succeed", spec.id, failed_input);
+      json first;
+      {
+        std::lock_guard<std::mutex> lock(result_mutex_);
+        first = result_.first_failure;
+      }
+      spdlog::warn("stage {} skipped: its input stage '{}' did not {}{}", spec.id, failed_input,
+                   wants_failure ? "run" : "succeed", FirstCause(first));
       run = false;
     }
     if (run) {

@@ -6,7 +6,14 @@
 // A schema is a JSON object {name: spec}; a parameter spec holds
 //   "type": "string|integer|number|boolean|array|object|any" (default any),
 //   "required": bool, "default": <json>, "doc": "...",
-//   "enum": [<json>, ...]  (a closed set: the value must be one of them).
+//   "enum": [<json>, ...]  (a closed set: the value must be one of them),
+//   "minimum", "maximum": numbers (bounds of a number or integer value),
+//   "path": "dir" | "file" (a string value names an existing directory or
+//     regular file, relative to the working directory),
+//   "keys_of": {"param": P, "file": F} (a string value, or each string of a
+//     list value, is a key of the JSON object in file F of the directory the
+//     parameter P names: e.g. a problem of <dir>/summary.json; checked when
+//     both values are known, by `validate` and when the stage starts).
 // An output spec holds "type", "doc" and optionally "enum".
 #pragma once
 
@@ -28,6 +35,14 @@ bool MatchesParamType(const nlohmann::json& value, const std::string& type);
 /// A null value is reported by type like any other; callers check
 /// `required` first (MissingParamMessage).
 std::optional<std::string> CheckParamValue(const nlohmann::json& value, const nlohmann::json& spec);
+
+/// What is wrong with `value` for a spec with "keys_of", given the stage's
+/// other values `with` (those known so far), or nullopt: "names 'slu', which
+/// is not in /b/summary.json (did you mean 'silu'?); it has: ...". Nothing is
+/// reported when the spec has no keys_of, the other parameter is not a known
+/// string or its file cannot be read as a JSON object (the path check says so).
+std::optional<std::string> CheckParamKeys(const nlohmann::json& value, const nlohmann::json& spec,
+                                          const nlohmann::json& with);
 
 /// "parameter 'name' of <uses> <problem>", plus " (from <expression>)" when
 /// the value came from an expression.

@@ -355,6 +355,32 @@ class Validator {
         Error(spec.where, "stage '" + spec.id + "' (" + stage.Uses() + ") is missing required parameter '" + name + "'");
       }
     }
+    // keys_of relates two parameters (a problem name and its benchmark's
+    // summary.json): checked when both are known before the run.
+    json known = json::object();
+    for (const auto& [name, param] : params.items()) {
+      if (spec.with.contains(name)) {
+        auto where = spec.with_where.count(name) ? spec.with_where.at(name) : spec.where;
+        if (!ContainsExpression(spec.with[name])) known[name] = spec.with[name];
+        else if (names_ok.at(name) && IsStatic(spec.with[name])) {
+          try {
+            known[name] = ResolveValue(spec.with[name], StaticContext(), where);
+          } catch (const StageError&) {
+          }  // reported by CheckWithValue
+        }
+      } else if (param.contains("default")) {
+        known[name] = param["default"];
+      }
+    }
+    for (const auto& [name, param] : params.items()) {
+      if (!param.contains("keys_of") || !known.contains(name)) continue;
+      if (auto problem = CheckParamKeys(known[name], param, known)) {
+        auto where = spec.with_where.count(name) ? spec.with_where.at(name) : spec.where;
+        const std::string text = spec.with.contains(name) && ContainsExpression(spec.with[name]) && spec.with[name].is_string()
+                                     ? spec.with[name].get<std::string>() : "";
+        Error(where, ParamProblemMessage(name, stage.Uses(), *problem, text));
+      }
+    }
   }
 
   // A `timeout:` expression that can be resolved now must give a duration.

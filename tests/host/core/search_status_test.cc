@@ -72,6 +72,9 @@ TEST_CASE("a round that evaluates nothing does not end the estimate", "[core][pr
   // 5 in 3 rounds, 2 per round on average: capped by the budget of 40, not "5/~5"
   CHECK(*status.Budget() == 40);
   CHECK_THAT(status.Line(t0 + std::chrono::seconds(50)), Catch::Contains("4/90 · 5/≈40 candidates"));
+  // right after a round that evaluated nothing there is no per-candidate ETA (issue 36, item 9) ...
+  CHECK_FALSE(status.EtaSeconds(t0 + std::chrono::seconds(50)));
+  status.ItemsPlanned(2);  // ... until candidates come again
   CHECK(*status.EtaSeconds(t0 + std::chrono::seconds(50)) == Approx(350.0));
   // without a declared budget: the average per round over the rounds left
   SearchStatus open;
@@ -128,4 +131,42 @@ TEST_CASE("the best speedup comes from the carry's best map", "[core][progress]"
   status.Start("optimize", 1, SearchStatus::Clock::now());
   status.Carry(carry);
   CHECK_THAT(status.Line(SearchStatus::Clock::now()), Catch::Contains("best 1.250x (geomean 1.118x)"));
+}
+
+TEST_CASE("the search's own budget_left bounds the budget: a finished problem's budget is not waited for",
+          "[core][progress]") {
+  // Graph search, 4 problems x 40: one problem ran out of moves at 39 evaluations (issue 36, item 9).
+  SearchStatus status;
+  auto t0 = SearchStatus::Clock::now();
+  status.Start("search", 90, t0, 160);
+  status.BeginIteration(0);
+  status.ItemsPlanned(8);
+  for (int i = 0; i < 8; ++i) status.ItemDone();
+  status.Carry({{"budget_left", 120}});  // mcgs_select: budget - evaluations of the problems not done
+  CHECK(*status.Budget() == 128);
+  status.EndIteration();
+  status.BeginIteration(1);
+  status.Carry({{"budget_left", 0}});  // every problem done (one exhausted): nothing more will come
+  CHECK(*status.Budget() == 8);
+  CHECK_THAT(status.Line(t0 + std::chrono::seconds(8)), Catch::Contains("8/8 candidates"));
+}
+
+TEST_CASE("after a round that evaluated nothing the line says so instead of a per-candidate ETA",
+          "[core][progress]") {
+  SearchStatus status;
+  auto t0 = SearchStatus::Clock::now();
+  status.Start("search", 90, t0, 160);
+  status.BeginIteration(0);
+  status.ItemsPlanned(159);
+  for (int i = 0; i < 159; ++i) status.ItemDone();
+  status.EndIteration();
+  status.BeginIteration(1);  // only transpositions: nothing planned ...
+  status.EndIteration();     // ... nothing evaluated
+  status.BeginIteration(2);
+  const std::string line = status.Line(t0 + std::chrono::seconds(159));
+  CHECK_THAT(line, Catch::Contains("3/90 · 159/≈160 candidates"));
+  CHECK_THAT(line, !Catch::Contains("ETA 0m01s"));
+  CHECK_THAT(line, Catch::Contains("no new candidate in the last round"));
+  status.ItemsPlanned(1);  // a candidate again: the ETA comes back
+  CHECK(status.EtaSeconds(t0 + std::chrono::seconds(159)).has_value());
 }

@@ -25,7 +25,7 @@ TEST_CASE("schemas are checked: fields, types, enums and defaults", "[pipeline][
   CHECK(CheckSchema(json::parse(R"({"a": {"type": "strng"}})"), "params") ==
         std::vector<std::string>{"params.a.type: must be one of string, integer, number, boolean, array, object, any"});
   CHECK(CheckSchema(json::parse(R"({"a": {"type": "string", "requried": true}})"), "params") ==
-        std::vector<std::string>{"params.a.requried: unknown field (did you mean 'required'?) (expected type, required, default, doc, enum)"});
+        std::vector<std::string>{"params.a.requried: unknown field (did you mean 'required'?) (expected type, required, default, doc, enum, minimum, maximum, path, keys_of)"});
   CHECK(CheckSchema(json::parse(R"({"a": {"type": "string", "enum": []}})"), "params") ==
         std::vector<std::string>{"params.a.enum: must be a non-empty list of the allowed values"});
   CHECK(CheckSchema(json::parse(R"({"a": {"type": "string", "enum": ["x"], "default": "z"}})"), "params") ==
