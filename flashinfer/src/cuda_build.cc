@@ -17,6 +17,8 @@
 #include <sstream>
 #include <thread>
 
+#include "accelopt/sdk/nofollow.hpp"
+
 extern char** environ;
 
 namespace accelopt::fib {
@@ -207,10 +209,18 @@ CudaBuild BuildCudaSolution(const Solution& solution, const std::string& dir_tex
   fs::path src = dir / "src";
   fs::path out_dir = dir / "out";
   std::error_code ec;
-  fs::remove_all(src, ec);
-  fs::remove_all(out_dir, ec);
-  fs::create_directories(src, ec);
-  fs::create_directories(out_dir / "tmp", ec);
+  fs::create_directories(dir, ec);
+  try {
+    // Below the build folder nothing is followed: a planted src/ or out/ link is removed
+    // itself, never its target (accelopt/sdk/nofollow.hpp, docs/isolation.md).
+    accelopt::sdk::nofollow::Remove(dir, "src");
+    accelopt::sdk::nofollow::Remove(dir, "out");
+    accelopt::sdk::nofollow::EnsureDir(dir, "src", 0755);
+    accelopt::sdk::nofollow::EnsureDir(dir, "out/tmp", 0755);
+  } catch (const std::exception& error) {
+    build.log = std::string("cannot prepare the build folder: ") + error.what();
+    return finish();
+  }
   std::vector<std::string> cuda_files, host_files;
   for (const auto& f : solution.sources) {
     fs::path rel = fs::path(f.path).lexically_normal();
@@ -219,11 +229,10 @@ CudaBuild BuildCudaSolution(const Solution& solution, const std::string& dir_tex
       return finish();
     }
     fs::path out = src / rel;
-    fs::create_directories(out.parent_path(), ec);
-    std::ofstream file(out, std::ios::binary | std::ios::trunc);
-    file << f.content;
-    if (!file) {
-      build.log = "cannot write " + out.string();
+    try {
+      accelopt::sdk::nofollow::WriteAtomic(dir, fs::path("src") / rel, f.content);
+    } catch (const std::exception& error) {
+      build.log = std::string("cannot write a source: ") + error.what();
       return finish();
     }
     std::string ext = rel.extension().string();

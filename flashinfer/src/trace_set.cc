@@ -10,6 +10,11 @@
 
 #include "flashinfer/safetensors.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "accelopt/sdk/nofollow.hpp"
+
 namespace accelopt::fib {
 namespace fs = std::filesystem;
 namespace {
@@ -436,38 +441,34 @@ Problems Validate(const TraceSet& set) {
   return problems;
 }
 
-void AppendTraces(const std::string& path, const std::vector<Trace>& traces) {
+void AppendTraces(const std::string& root, const std::string& relative, const std::vector<Trace>& traces) {
+  // Every folder and the file are opened below `root` without following a link
+  // (docs/isolation.md: a trace set or run folder may hold planted links).
   std::error_code ec;
-  fs::create_directories(fs::path(path).parent_path(), ec);
+  fs::create_directories(root, ec);  // the trusted root itself (a run's traces/ or the trace set)
   bool needs_newline = false;
   {
-    std::ifstream in(path, std::ios::binary | std::ios::ate);
-    if (in && in.tellg() > 0) {
-      in.seekg(-1, std::ios::end);
-      char last = 0;
-      in.get(last);
+    accelopt::sdk::nofollow::Fd in(accelopt::sdk::nofollow::OpenRead(root, relative));
+    struct stat st {};
+    char last = 0;
+    if (in.get() >= 0 && ::fstat(in.get(), &st) == 0 && st.st_size > 0 &&
+        ::pread(in.get(), &last, 1, st.st_size - 1) == 1) {
       needs_newline = last != '\n';
     }
   }
-  std::ofstream out(path, std::ios::binary | std::ios::app);
-  if (!out) throw std::runtime_error("cannot append to " + path);
-  if (needs_newline) out << '\n';
-  for (const auto& t : traces) out << DumpCompact(ToJson(t)) << '\n';
-  out.flush();
-  if (!out) throw std::runtime_error("cannot write " + path);
+  std::string text = needs_newline ? "\n" : "";
+  for (const auto& t : traces) text += DumpCompact(ToJson(t)) + "\n";
+  accelopt::sdk::nofollow::Append(root, relative, text);
+}
+
+void AppendTraces(const std::string& path, const std::vector<Trace>& traces) {
+  fs::path p(path);
+  AppendTraces(p.parent_path().string(), p.filename().string(), traces);
 }
 
 void WriteSolution(const std::string& path, const Solution& solution) {
-  std::error_code ec;
-  fs::create_directories(fs::path(path).parent_path(), ec);
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << DumpIndented(ToJson(solution));
-    if (!out) throw std::runtime_error("cannot write " + tmp);
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) throw std::runtime_error("cannot rename " + tmp + ": " + ec.message());
+  fs::path p(path);
+  accelopt::sdk::nofollow::WriteAtomic(p.parent_path(), p.filename(), DumpIndented(ToJson(solution)));
 }
 
 }  // namespace accelopt::fib

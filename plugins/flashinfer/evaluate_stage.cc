@@ -375,17 +375,18 @@ json RunFibEvaluate(accelopt::sdk::StageContext& ctx) {
   json files = json::array();
   std::string all_lines;
   for (const auto& [author, traces] : by_author) {
-    fs::path path;
+    fs::path path, relative;
     try {
       // The names were checked when read; checked again where they become a path.
-      path = fs::path(traces_dir) / fib::PathComponent(author, "solution.author") /
-             fib::PathComponent(definition.op_type, "definition.op_type") /
-             (fib::PathComponent(definition.name, "definition.name") + ".jsonl");
+      relative = fs::path(fib::PathComponent(author, "solution.author")) /
+                 fib::PathComponent(definition.op_type, "definition.op_type") /
+                 (fib::PathComponent(definition.name, "definition.name") + ".jsonl");
+      path = fs::path(traces_dir) / relative;
     } catch (const std::invalid_argument& error) {
       throw accelopt::sdk::StageFailure("config_error", std::string("no trace written: ") + error.what());
     }
     try {
-      fib::AppendTraces(path.string(), traces);
+      fib::AppendTraces(traces_dir, relative.string(), traces);  // no link below traces_dir is followed
     } catch (const std::exception& error) {
       throw accelopt::sdk::StageFailure("io_error", error.what());
     }

@@ -156,13 +156,14 @@ json RunFibSummary(accelopt::sdk::StageContext& ctx) {
           by_author[s ? s->author : "unknown"].push_back(*t);
         }
         for (const auto& [author, list] : by_author) {
-          fs::path target;
+          fs::path target, relative;
           try {
-            target = fs::path(set.root) / set.TracePath(author, *d);
+            relative = set.TracePath(author, *d);
+            target = fs::path(set.root) / relative;
           } catch (const std::invalid_argument& error) {
             throw accelopt::sdk::StageFailure("config_error", std::string("write_back: ") + error.what());
           }
-          fib::AppendTraces(target.string(), list);
+          fib::AppendTraces(set.root, relative.string(), list);  // no link below the trace set is followed
           written_back.push_back(target.string());
         }
       }

@@ -79,7 +79,11 @@ Problems Validate(const TraceSet& set);
 /// its folders; adds a missing final newline first, as FIB's appender does.
 /// Throws std::runtime_error on an I/O error.
 void AppendTraces(const std::string& path, const std::vector<Trace>& traces);
-/// Writes `solution` as FIB does (2-space indented JSON, unset fields left out).
+/// The same below a trusted `root`: no folder or file on the way to `relative`
+/// may be a link (accelopt/sdk/nofollow.hpp); a link fails with a clear error.
+void AppendTraces(const std::string& root, const std::string& relative, const std::vector<Trace>& traces);
+/// Writes `solution` as FIB does (2-space indented JSON, unset fields left out),
+/// atomically through a fresh temporary file (a link at `path` is replaced, never followed).
 void WriteSolution(const std::string& path, const Solution& solution);
 
 }  // namespace accelopt::fib

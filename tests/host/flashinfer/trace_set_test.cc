@@ -184,6 +184,29 @@ TEST_CASE("fib trace set: appending traces adds a missing final newline", "[flas
   CHECK(std::count(text.begin(), text.end(), '\n') == 3);
 }
 
+TEST_CASE("fib trace set: appends and solution writes never follow a planted link", "[flashinfer][isolation]") {
+  // Issue 34: a link planted in a trace set (or a run's traces/) made the evaluator append outside.
+  TempDir dir;
+  TraceSet set = LoadTraceSet(FixtureRoot().string());
+  fs::path root = dir.path() / "set", outside = dir.path() / "outside";
+  fs::create_directories(root / "traces");
+  fs::create_directories(outside);
+  fs::create_directory_symlink(outside, root / "traces" / "a");
+  CHECK_THROWS_WITH(AppendTraces(root.string(), "traces/a/rmsnorm/rmsnorm_h16.jsonl", {set.traces[0].value}),
+                    Catch::Contains("symlink"));
+  CHECK_FALSE(fs::exists(outside / "rmsnorm"));
+  Put(outside / "victim.jsonl", "keep\n");
+  fs::create_directories(root / "traces" / "b");
+  fs::create_symlink(outside / "victim.jsonl", root / "traces" / "b" / "x.jsonl");
+  CHECK_THROWS(AppendTraces(root.string(), "traces/b/x.jsonl", {set.traces[0].value}));
+  CHECK(Slurp(outside / "victim.jsonl") == "keep\n");
+  // A solution written over a link replaces the link, never the file it points to.
+  fs::create_symlink(outside / "victim.jsonl", root / "solution.json");
+  WriteSolution((root / "solution.json").string(), set.solutions[0].value);
+  CHECK(Slurp(outside / "victim.jsonl") == "keep\n");
+  CHECK_FALSE(fs::is_symlink(root / "solution.json"));
+}
+
 TEST_CASE("fib queries: best trace, scores against the baseline author, AccelOpt's pick", "[flashinfer]") {
   TraceSet set = LoadTraceSet(FixtureRoot().string());
   auto traces = set.TracesOf("rmsnorm_h16");
