@@ -59,3 +59,17 @@ def test_check_reports_a_floor_above_a_measured_latency():
     assert f.check(table) == ["impossible: floor 1.000 ms > best 2.5x 0.800 ms"]
     assert f.problem_of("bmm_softmax_B16_K64_M4096_N4096", ["bmm", "bmm_softmax"]) == "bmm_softmax"
     assert f.problem_of("rmsnorm_matmul_K1024", ["rmsnorm_matmul", "add_rmsnorm_matmul"]) == "rmsnorm_matmul"
+
+
+def test_no_floor_exceeds_a_latency_accelopt_measured():
+    """bench/feasibility.py over our NKIBench's full-size cases (the published sizes) against
+    AccelOpt's committed measurements, when its repository is on this machine ($ACCELOPT_REPO)."""
+    f = _feasibility()
+    repo = os.environ.get("ACCELOPT_REPO", f.DEFAULT_REPO)
+    if not os.path.exists(repo):
+        print(f"skipped: no AccelOpt repository at {repo}")
+        return
+    table = f.rows(os.path.join(REPO, "nkibench"), repo, T1)
+    labels = [label for label, _, _, _ in table]
+    assert "silu" in labels and any("best" in what for _, _, _, got in table for what, _ in got)
+    assert f.check(table) == []

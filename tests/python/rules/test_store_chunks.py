@@ -42,7 +42,9 @@ def test_store_chunks_stores_each_chunk_inside_its_loop_and_stays_correct():
              "nl.arange(512)[None, :]])\n                ' end loop i2 '\n")
     assert moved in new, new
     assert STORE not in new
-    assert after <= before * 1.01, (before, after)
+    # two 2 KiB-row stores instead of one 4 KiB-row store: each row pays the per-descriptor DMA cost
+    # (nki-facts §3.4), +1.2 % on this tiny kernel (issue 35)
+    assert after <= before * 1.02, (before, after)
     assert H.plans(new, "store_chunks") == []  # nothing left to split
 
 
