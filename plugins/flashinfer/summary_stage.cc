@@ -82,7 +82,8 @@ json Summarize(const json& result) {
           {"op_type", result.value("op_type", "")},
           {"baseline_solution", baseline.empty() ? json(nullptr) : json(baseline)},
           {"solutions", solutions},
-          {"best_speedup_vs_reference", best_ref},
+          // null when no solution passed: nothing was evaluated, which is not a speedup of 0
+          {"best_speedup_vs_reference", best_ref > 0 ? json(best_ref) : json(nullptr)},
           {"best_score_vs_baseline", have_base ? json(best_base) : json(nullptr)},
           {"not_run", result.value("not_run", json::array())},
           {"skipped", result.value("skipped", json::array())}};
@@ -119,12 +120,25 @@ json RunFibSummary(accelopt::sdk::StageContext& ctx) {
       if (row.contains("score_vs_baseline")) text << "; vs baseline x" << Fixed(row["score_vs_baseline"].get<double>());
       text << "\n";
     }
+    // One line per solution not run (with how many workloads), not one per workload.
+    std::vector<std::pair<std::string, std::string>> not_run_order;  // (solution, reason), first seen first
+    std::map<std::pair<std::string, std::string>, int> not_run_count;
     for (const auto& n : s["not_run"]) {
       ++not_run;
-      text << "  " << n.value("solution", "") << ": " << n.value("reason", "") << "\n";
+      auto key = std::make_pair(n.value("solution", ""), n.value("reason", ""));
+      if (not_run_count[key]++ == 0) not_run_order.push_back(key);
+    }
+    for (const auto& key : not_run_order) {
+      const int n = not_run_count[key];
+      std::string reason = key.second;
+      if (reason.rfind("not run: ", 0) == 0) reason = reason.substr(9);
+      text << "  " << key.first << ": not run on " << n << " workload" << (n == 1 ? "" : "s") << ": " << reason << "\n";
     }
     for (const auto& k : s["skipped"]) text << "  workload " << k.value("workload", "") << " skipped: " << k.value("reason", "") << "\n";
-    text << "  best speedup vs reference x" << Fixed(s["best_speedup_vs_reference"].get<double>());
+    if (s["best_speedup_vs_reference"].is_number())
+      text << "  best speedup vs reference x" << Fixed(s["best_speedup_vs_reference"].get<double>());
+    else
+      text << "  best speedup vs reference: none evaluated (no solution passed)";
     if (s["best_score_vs_baseline"].is_number()) text << "; best vs baseline x" << Fixed(s["best_score_vs_baseline"].get<double>());
     text << "\n\n";
     definitions.push_back(std::move(s));

@@ -51,7 +51,7 @@ def test_beam_page_has_every_section():
             html = handle.read()
         page = fx.check_page(html)
         sections = [s.get("id") for s in page.iter("section")]
-        assert sections == ["speedup", "progress", "engines", "outcomes", "llm", "lineage", "candidates", "run"]
+        assert sections == ["speedup", "best", "progress", "engines", "outcomes", "llm", "lineage", "candidates", "run"]
         # speedup, % peak, progress, engines, HBM, outcomes, LLM tokens
         assert _svg_count(page) == 7
         assert "1.250x" in html and "1.118x" in html           # best single speedup, geomean

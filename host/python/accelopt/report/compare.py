@@ -1,4 +1,10 @@
-"""Run-to-run comparison: per-case best latency of two runs, as rows and as a page with charts."""
+"""Run-to-run comparison: per-case best latency of two runs, as rows and as a page with charts.
+
+Between two search strategies (beam, graph search, agent at equal budget) what matters besides
+the best latency is whether both started from the same baseline, and how many candidates and
+how much time each needed to reach its best: the rows carry both runs' baselines, candidates,
+candidates to the best and seconds to the best (the kinds' ``summarize``; None where a run kind
+does not know them)."""
 import math
 
 from . import charts
@@ -19,11 +25,26 @@ def compare(a, b):
     for name in names:
         pa, pb = a_cases.get(name, {}), b_cases.get(name, {})
         a_ms, b_ms = _number(pa.get("best_ms")), _number(pb.get("best_ms"))
-        rows.append({"case_name": name, "problem": pa.get("problem") or pb.get("problem") or "",
-                     "a_ms": a_ms, "b_ms": b_ms, "ratio": a_ms / b_ms if a_ms and b_ms else None})
+        row = {"case_name": name, "problem": pa.get("problem") or pb.get("problem") or "",
+               "a_ms": a_ms, "b_ms": b_ms, "ratio": a_ms / b_ms if a_ms and b_ms else None}
+        for side, p in (("a", pa), ("b", pb)):
+            row[f"{side}_baseline_ms"] = _number(p.get("baseline_ms"))
+            for key in ("candidates", "candidates_to_best", "seconds_to_best"):
+                value = p.get(key)
+                row[f"{side}_{key}"] = value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+        a_base, b_base = row["a_baseline_ms"], row["b_baseline_ms"]
+        # Two strategies compare only from the same kernel: 0.1 % apart is a different baseline.
+        row["same_baseline"] = None if not (a_base and b_base) else abs(a_base - b_base) <= 1e-3 * max(a_base, b_base)
+        rows.append(row)
     ratios = [r["ratio"] for r in rows if r["ratio"]]
     geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios)) if ratios else None
     return {"a": _brief(a), "b": _brief(b), "rows": rows, "geomean_ratio": geomean}
+
+
+def _count(to_best, total):
+    if to_best is None:
+        return "-"
+    return markup.esc(f"{to_best} of {total}" if total is not None else str(to_best))
 
 
 def _number(value):
@@ -40,7 +61,12 @@ def page_html(a, b, result, base_dir):
     labels = [r["case_name"] for r in rows]
     report = page.Report(title=f"Compare {a['id']} (A) with {b['id']} (B)", kind="compare",
                          subtitle=markup.esc(f"A: {a.get('name')} ({a.get('kind')}, {a.get('started_at')}) · "
-                                             f"B: {b.get('name')} ({b.get('kind')}, {b.get('started_at')})"))
+                                             f"B: {b.get('name')} ({b.get('kind')}, {b.get('started_at')})"),
+                         regenerate=f"accelopt-host compare {a.get('dir') or a['id']} {b.get('dir') or b['id']} --out FILE")
+    differ = [r["case_name"] for r in rows if r.get("same_baseline") is False]
+    if differ:
+        report.warnings.append(f"different baselines in A and B for {', '.join(differ)}: their best latencies and "
+                               "speedups do not compare as strategies on the same kernel.")
     faster = sum(1 for r in rows if r["ratio"] and r["ratio"] > 1.0)
     slower = sum(1 for r in rows if r["ratio"] and r["ratio"] < 1.0)
     geomean = result.get("geomean_ratio")
@@ -54,9 +80,19 @@ def page_html(a, b, result, base_dir):
     body += charts.bars(labels, ratios, "B's speedup over A", "A latency / B latency (x)",
                         "Above 1 (dashed line): B is faster on that case.", reference=1.0, value_format="{:.3f}x",
                         colors=[charts.OK_COLOR if (v or 0) > 1 else charts.BEFORE for v in ratios])
-    table_rows = [(markup.esc(r["problem"]), markup.esc(r["case_name"]), markup.fmt(r["a_ms"]), markup.fmt(r["b_ms"]),
-                   markup.fmt_x(r["ratio"])) for r in rows]
-    body += markup.table(["problem", "case", "A best ms", "B best ms", "A/B"], table_rows, numeric=(2, 3, 4))
+    table_rows = [(markup.esc(r["problem"]), markup.esc(r["case_name"]), markup.fmt(r.get("a_baseline_ms")),
+                   markup.fmt(r.get("b_baseline_ms")), markup.fmt(r["a_ms"]), markup.fmt(r["b_ms"]), markup.fmt_x(r["ratio"]),
+                   _count(r.get("a_candidates_to_best"), r.get("a_candidates")),
+                   _count(r.get("b_candidates_to_best"), r.get("b_candidates")),
+                   markup.esc(markup.fmt_duration(r.get("a_seconds_to_best"))),
+                   markup.esc(markup.fmt_duration(r.get("b_seconds_to_best")))) for r in rows]
+    body += markup.table(["problem", "case", "A baseline ms", "B baseline ms", "A best ms", "B best ms", "A/B",
+                          "A candidates to best", "B candidates to best", "A time to best", "B time to best"],
+                         table_rows, numeric=tuple(range(2, 11)))
+    body += markup.tag("p", markup.esc("Candidates to best: the candidates the run evaluated for that case up to and "
+                                       "including its best kernel, of all it evaluated (0: the baseline stayed best); "
+                                       "time to best: from the run's start until that kernel was profiled."),
+                       class_="note")
     links = [markup.link(f"{label} report", markup.rel_href(s["report"], base_dir)) for label, s in (("A", a), ("B", b))
              if s.get("report")]
     if links:

@@ -44,13 +44,15 @@ def rel_href(target, base_dir):
     return "/".join(urllib.parse.quote(part) for part in relative.split(os.sep))
 
 
-def table(headers, rows, numeric=(), class_=None):
-    """A table; ``rows`` hold trusted cell markup; columns in ``numeric`` are right-aligned."""
+def table(headers, rows, numeric=(), class_=None, row_attrs=None):
+    """A table; ``rows`` hold trusted cell markup; columns in ``numeric`` are right-aligned.
+    ``row_attrs``: one dict of attributes per row (``data_case=...`` -> ``data-case``), escaped."""
     head = "".join(tag("th", esc(h), class_="num" if i in numeric else None) for i, h in enumerate(headers))
     body = []
-    for row in rows:
+    for index, row in enumerate(rows):
         cells = "".join(tag("td", cell, class_="num" if i in numeric else None) for i, cell in enumerate(row))
-        body.append(tag("tr", cells))
+        attrs = row_attrs[index] if row_attrs and index < len(row_attrs) else {}
+        body.append(tag("tr", cells, **attrs))
     thead = tag("thead", tag("tr", head)) if any(headers) else ""  # all-empty headers: a key/value table
     return tag("table", thead + tag("tbody", "".join(body)), class_=class_)
 

@@ -66,6 +66,7 @@ class Report:
     cards: list = dataclasses.field(default_factory=list)  # (label, value text)
     sections: list = dataclasses.field(default_factory=list)
     warnings: list = dataclasses.field(default_factory=list)
+    regenerate: str = "accelopt-host report RUN_DIR"  # the command that writes this page again (the footer)
 
 
 def card_markup(cards):
@@ -90,8 +91,9 @@ def render(report, started=None):
     body.append(markup.tag("main", "".join(content)))
     took = "" if started is None else f" in {time.perf_counter() - started:.2f} s"
     generated = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
-    body.append(markup.tag("footer", markup.esc(f"accelopt-host report ({report.kind}), generated {generated}{took}. "
-                                                "Regenerate with: accelopt-host report RUN_DIR")))
+    body.append(markup.tag("footer", markup.esc(f"accelopt-host {'compare' if report.kind == 'compare' else 'report'} "
+                                                f"({report.kind}), generated {generated}{took}. "
+                                                f"Regenerate with: {report.regenerate}")))
     head = ('<meta charset="utf-8"/><meta name="viewport" content="width=device-width, initial-scale=1"/>' +
             markup.tag("title", markup.esc(report.title)) + markup.tag("style", CSS))
     return "<!DOCTYPE html>\n" + markup.tag("html", markup.tag("head", head) + markup.tag("body", "".join(body)),

@@ -15,11 +15,15 @@ A kind is a module with:
 run and stays last. A new kind (MCGS, agent, FlashInfer) is a new module
 added to ``KINDS`` before the kinds its files could also match.
 """
+from . import agent
 from . import beam
+from . import flashinfer
 from . import generic
+from . import mcgs
 from . import profile
 
-KINDS = [beam, profile, generic]
+# The graph search and the agent write the beam's files too: they come before it.
+KINDS = [mcgs, agent, beam, flashinfer, profile, generic]
 
 
 def detect(run):

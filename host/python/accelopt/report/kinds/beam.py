@@ -20,18 +20,36 @@ def matches(run):
 
 def summarize(run):
     """The index entry: per case the baseline and best latency and the speedup; the geomean speedup."""
+    return summarize_search(run, KIND)
+
+
+def summarize_search(run, kind):
+    """The index entry of a search run of ``kind`` (beam, graph search, agent: the same files). Besides the
+    contract's fields each problem has ``candidates``, ``candidates_to_best`` and ``seconds_to_best``
+    (``compare`` shows what two strategies needed to reach their best)."""
     data = beam_data.BeamRun(run)
-    problems = [{"case_name": r["case_name"], "problem": r.get("problem", ""), "baseline_ms": r.get("original_latency_ms"),
-                 "best_ms": r.get("best_latency_ms"), "speedup": r.get("speedup"), "status": r.get("status", "")}
-                for r in data.rows]
-    return {"kind": KIND, "geomean_speedup": data.geomean_speedup(), "problems": problems,
+    problems = []
+    for r in data.rows:
+        reached = data.candidates_to_best(r) or (None, None)
+        problems.append({"case_name": r["case_name"], "problem": r.get("problem", ""),
+                         "baseline_ms": r.get("original_latency_ms"), "best_ms": r.get("best_latency_ms"),
+                         "speedup": r.get("speedup"), "status": r.get("status", ""),
+                         "candidates": len(data.records_of(r["case_name"])), "candidates_to_best": reached[0],
+                         "seconds_to_best": reached[1]})
+    return {"kind": kind, "geomean_speedup": data.geomean_speedup(), "problems": problems,
             "candidates": len(data.records), "mode": data.report.get("mode")}
 
 
 def build(run, base_dir):
     """The report of a beam-search optimization run."""
+    return build_search(run, base_dir, KIND, LABEL)
+
+
+def build_search(run, base_dir, kind, label, extra=()):
+    """The report of a search run of ``kind`` (its header says ``label``); ``extra``: builders of the
+    kind's own sections, placed after the search progress."""
     data = beam_data.BeamRun(run)
-    report = Report(title=f"{run.name()} — {run.id}", kind=KIND, subtitle=common.subtitle(run, LABEL))
+    report = Report(title=f"{run.name()} — {run.id}", kind=kind, subtitle=common.subtitle(run, label))
     geomean = data.geomean_speedup()
     improved = sum(1 for r in data.rows if r.get("status") == "improved")
     correct = sum(1 for r in data.records if r.get("status") == "ok")
@@ -48,8 +66,14 @@ def build(run, base_dir):
     if not data.report:
         report.warnings.append("optimize_report.json is missing (the run stopped before its report stage); "
                                "the figures below come from the records and the last beam.")
-    builders = [lambda: beam_sections.speedup_section(data), lambda: beam_sections.progress_section(data),
-                lambda: beam_sections.engines_section(data), lambda: beam_sections.outcomes_section(data),
+    no_peak = sorted({r.get("problem") or r["case_name"] for r in data.rows if r.get("peak_error")})
+    if no_peak:
+        report.warnings.append("no % of peak for " + ", ".join(no_peak) + ": " + next(
+            r["peak_error"] for r in data.rows if r.get("peak_error")))
+    builders = [lambda: beam_sections.speedup_section(data), lambda: beam_sections.best_section(data, base_dir),
+                lambda: beam_sections.progress_section(data)]
+    builders += [lambda builder=builder: builder(data, base_dir) for builder in extra]
+    builders += [lambda: beam_sections.engines_section(data), lambda: beam_sections.outcomes_section(data),
                 lambda: beam_sections.llm_section(run, data), lambda: beam_sections.lineage_section(data, base_dir),
                 lambda: beam_sections.candidates_section(data, base_dir), lambda: common.run_section(run, base_dir)]
     report.sections = common.safe_sections(report, builders)

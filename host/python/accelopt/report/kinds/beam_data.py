@@ -11,12 +11,23 @@ Sources (docs/optimize.md, "Candidates and records"):
   kernel per case, with their ``metrics`` (baselines come from the init
   stage's ``beam.json``);
 * the loop's profile items (``stages/*/iter-*/*/item-*``): each candidate's
-  profile folder, found through the for_each stage's ``outputs.json``.
+  profile folder, found through the for_each stage's ``outputs.json``, and
+  its ``metrics`` (a search that keeps no ``best.json``, the graph search and
+  the agent, gets its best kernel's engines and traffic from there);
+* ``best/<case>.py``: the winning kernel the report stage copied;
+* ``journal.jsonl``: when each profile item finished (time to the best).
+
+The same files are written by the beam search, the graph search and the
+agent (they share native:score and native:optimize_report), so the three
+kinds read them through this class.
 """
 import collections
+import hashlib
 import math
 import os
 import re
+
+from .. import run_files
 
 
 class BeamRun:
@@ -42,6 +53,8 @@ class BeamRun:
                 self.best.update({k: v for k, v in best.items() if isinstance(v, dict)})
         for entry in self.best.values():
             self.entries[entry.get("id")] = entry
+        self._profile_dirs = None
+        self._scored_metrics = None
         self.rows = self._rows()
 
     def _rows(self):
@@ -93,9 +106,75 @@ class BeamRun:
         return {}
 
     def winner(self, row):
-        """The best entry of a row's case (with metrics when a best.json holds it), or the baseline."""
+        """The best kernel of a row's case: its beam/best entry, else its scored record with the metrics
+        of its profile (graph search, agent: no best.json); the baseline when the baseline stayed best."""
         winner_id = (row.get("winner") or {}).get("id")
-        return self.entries.get(winner_id) or self.best.get(row["case_name"]) or self.baseline(row["case_name"])
+        baseline = self.baseline(row["case_name"])
+        if not winner_id or winner_id == baseline.get("id") or row.get("status") not in (None, "improved"):
+            return self.entries.get(winner_id) or self.best.get(row["case_name"]) or baseline
+        entry = dict(self.entries.get(winner_id) or self.records_by_id.get(winner_id) or {})
+        if not entry:
+            return self.best.get(row["case_name"]) or baseline
+        if not entry.get("metrics"):
+            metrics = self.metrics_of(winner_id)
+            if metrics:
+                entry["metrics"] = metrics
+        return entry
+
+    def metrics_of(self, candidate_id):
+        """The profile metrics of a candidate: its profile item's outputs, else native:score's
+        executor_results.json (records.jsonl leaves them out); {} when neither has them."""
+        folder = self.profile_dirs().get(candidate_id)
+        if folder:
+            result = self.run.load_json(os.path.join(folder, "outputs.json"))
+            if isinstance(result, dict) and isinstance(result.get("metrics"), dict) and result["metrics"]:
+                return result["metrics"]
+        if self._scored_metrics is None:
+            self._scored_metrics = {}
+            for path in self.run.glob("stages/*/iter-*/*/executor_results.json"):
+                for record in _as_list(self.run.load_json(path)):
+                    if record.get("id") and isinstance(record.get("metrics"), dict):
+                        self._scored_metrics.setdefault(record["id"], record["metrics"])
+        return self._scored_metrics.get(candidate_id, {})
+
+    def best_kernel(self, row):
+        """Run-relative path of the case's best kernel: ``best/<case>.py`` (what the run copied) when the
+        case improved and that file is there, else the winner's kernel."""
+        if row.get("status") == "improved":
+            copy = os.path.join("best", _safe_name(row["case_name"]) + ".py")
+            if self.run.exists(copy):
+                return copy
+        kernel = self.winner(row).get("kernel") or row.get("kernel")
+        return self.run.inside(kernel) if kernel else None
+
+    def best_kernel_sha256(self, row):
+        """SHA-256 (hex) of the best kernel's file, or None when it is not a regular file of the run."""
+        path = self.best_kernel(row)
+        data = run_files.read_bytes(self.run.dir, path, run_files.MAX_TEXT_BYTES) if path else None
+        return hashlib.sha256(data).hexdigest() if data is not None else None
+
+    def candidates_to_best(self, row):
+        """(n, seconds): how many of the case's candidates were evaluated up to and including its
+        winner, and the seconds from the run's start until the winner's profile item finished
+        (journal.jsonl); (0, 0.0) when the baseline stayed best, None where unknown."""
+        winner_id = (row.get("winner") or {}).get("id")
+        if row.get("status") != "improved" or not winner_id:
+            return 0, 0.0
+        n = None
+        for index, record in enumerate(self.records_of(row["case_name"]), start=1):
+            if record.get("id") == winner_id:
+                n = index
+                break
+        seconds = None
+        folder = self.profile_dirs().get(winner_id)
+        start = run_files.parse_time(self.run.run.get("started_at"))
+        if folder and start is not None:
+            for event in self.run.jsonl("journal.jsonl"):
+                if event.get("dir") == folder and event.get("event") == "item_finished":
+                    end = run_files.parse_time(event.get("ts"))
+                    if end is not None:
+                        seconds = max(0.0, (end - start).total_seconds())
+        return n, seconds
 
     def kernel_text(self, path):
         """The source of a kernel the run names, when it is a regular file inside the run (else "")."""
@@ -140,7 +219,12 @@ class BeamRun:
         return counter
 
     def profile_dirs(self):
-        """Candidate id -> run-relative folder of its profile item in the loop."""
+        """Candidate id -> run-relative folder of its profile item in the loop (read once)."""
+        if self._profile_dirs is None:
+            self._profile_dirs = self._find_profile_dirs()
+        return self._profile_dirs
+
+    def _find_profile_dirs(self):
         found = {}
         for outputs in self.run.glob("stages/*/iter-*/*/outputs.json"):
             folder = os.path.dirname(outputs)

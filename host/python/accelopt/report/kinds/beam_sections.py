@@ -44,6 +44,55 @@ def speedup_section(data):
     return Section("speedup", "Speedup and % of peak", body)
 
 
+def best_section(data, base_dir):
+    """Per case the best kernel the run kept: the winning candidate, its latency and HBM traffic (its own
+    profile), how it was validated, how many candidates and how long it took to reach it, and the file
+    ``best/<case>.py`` with its SHA-256. The data attributes hold the exact values (tests compare them
+    with best/ and the records)."""
+    rows, attrs = [], []
+    for row in data.rows:
+        name = row["case_name"]
+        improved = row.get("status") == "improved"
+        winner = data.winner(row)
+        metrics = winner.get("metrics") or {}
+        latency = _num(winner.get("latency_ms")) if improved else _num(row.get("original_latency_ms"))
+        path = data.best_kernel(row)
+        digest = data.best_kernel_sha256(row)
+        reached = data.candidates_to_best(row)
+        n, seconds = reached if reached else (None, None)
+        file_cell = (_kernel_link(data.run.path(path), base_dir, path) if path else markup.esc("-")) + \
+            (markup.tag("br") + markup.tag("code", markup.esc(digest[:12])) if digest else "")
+        winner_id = (row.get("winner") or {}).get("id") if improved else baseline_id(data, name)
+        rows.append((markup.esc(name), markup.esc(winner_id or "-"),
+                     markup.badge("improved", "ok") if improved else markup.badge("baseline", "warn"),
+                     markup.fmt(latency), markup.fmt_x(row.get("speedup")),
+                     markup.fmt_bytes(metrics.get("hbm_read_bytes")),
+                     markup.fmt_bytes(metrics.get("hbm_write_bytes")),
+                     markup.esc(winner.get("validation") or (row.get("winner") or {}).get("validation") or "-"),
+                     markup.esc("-" if n is None else str(n)),
+                     markup.esc(markup.fmt_duration(seconds) if seconds is not None else "-"), file_cell))
+        attrs.append({"data_case": name, "data_candidate": winner_id or "",
+                      "data_latency_ms": repr(latency) if latency is not None else "",
+                      "data_hbm_read_bytes": _attr(metrics.get("hbm_read_bytes")),
+                      "data_hbm_write_bytes": _attr(metrics.get("hbm_write_bytes")),
+                      "data_sha256": digest or "", "data_kernel": path or ""})
+    body = markup.tag("p", markup.esc("The kernel each case ended with: the winning candidate's own latency and HBM "
+                                      "traffic (its profile), and the file the run kept."), class_="note")
+    body += markup.table(["case", "best kernel", "", "latency ms", "speedup", "HBM read", "HBM written", "validation",
+                          "candidates to it", "time to it", "file (SHA-256)"], rows, numeric=(3, 4, 5, 6, 8, 9),
+                         row_attrs=attrs)
+    return Section("best", "Best kernels", body)
+
+
+def baseline_id(data, case_name):
+    """The id of a case's baseline (``<case>_ID0`` unless its beam entry says otherwise)."""
+    return data.baseline(case_name).get("id") or f"{case_name}_ID0"
+
+
+def _attr(value):
+    return repr(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else ""
+
+
 def progress_section(data):
     """Best speedup so far against candidates evaluated, one curve per case."""
     series = [(name,) + data.progress(name) for name in data.case_names()]
@@ -153,12 +202,12 @@ def lineage_section(data, base_dir):
                                numeric=(3, 4, 5))
         # Only files inside the run are read (run_files.read_bytes): a run names paths anywhere.
         before = data.baseline_text(name)
-        after = data.kernel_text(winner.get("kernel") or row.get("kernel"))
+        after = data.kernel_text(data.best_kernel(row))  # best/<case>.py: the file the run kept
         if history and before and after:
             added, removed = diffview.diff_stats(before, after)
             content += markup.tag("p", markup.esc(f"Baseline → best: +{added} / -{removed} lines."), class_="note")
             content += diffview.diff_markup(before, after, f"baseline ({os.path.basename(baseline.get('kernel', ''))})",
-                                            f"best ({winner.get('id', '')})")
+                                            f"best ({winner.get('id', '')}: {data.best_kernel(row)})")
         elif not history:
             content += markup.tag("p", markup.esc("The baseline is still the best kernel" +
                                                   (f": {row['reason']}." if row.get("reason") else ".")), class_="note")
