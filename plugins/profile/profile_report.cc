@@ -35,6 +35,7 @@ json ProfileColumn(const json& result) {
   profile["estimated"] = result.value("estimated", false);
   if (result.contains("error") && result["error"].is_object()) profile["error"] = result["error"];
   if (result.contains("peak")) profile["peak"] = result["peak"];
+  if (result.contains("peak_error")) profile["peak_error"] = result["peak_error"];  // why no % of peak
   return profile;
 }
 

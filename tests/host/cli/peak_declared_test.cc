@@ -78,6 +78,10 @@ TEST_CASE("a problem without a peak model is warned about; peak_work() next to i
   REQUIRE(run.exit_code == 0);
   CHECK_THAT(run.output, Catch::Contains("no % of peak for problem 'double'") && Catch::Contains("peak_work()") &&
                              Catch::Contains("nkibench/README.md"));
+  // ... and the page says it too (a warning at the top, not a bare "-")
+  std::ifstream page(run_dir / "report.html");
+  std::string html((std::istreambuf_iterator<char>(page)), std::istreambuf_iterator<char>());
+  CHECK_THAT(html, Catch::Contains("no % of peak for problem &#x27;double&#x27;"));
 
   TempDir declared_dir;
   auto declared = Bench(declared_dir, true);

@@ -75,6 +75,14 @@ def build(run, base_dir):
                     ("duration", markup.fmt_duration(run.duration_s()))]
     if not rows:
         report.warnings.append("profile_results.json holds no results")
+    # A correct kernel without % of peak: say why (nkibench/README.md, "Peak model"), not a bare "-".
+    no_peak = {}
+    for row, profile, latency, peak in zip(rows, profiles, latencies, peaks):
+        if latency is not None and peak is None:
+            problem = (row.get("case") or {}).get("problem") or "?"
+            no_peak.setdefault(problem, profile.get("peak_error") or "no peak model")
+    for problem, why in no_peak.items():
+        report.warnings.append(f"no % of peak for problem {problem!r}: {why}")
     builders = [lambda: _latency_section(labels, profiles, latencies, peaks),
                 lambda: _engines_section(labels, profiles, latencies),
                 lambda: _outcomes(labels, profiles, latencies),
