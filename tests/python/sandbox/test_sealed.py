@@ -151,7 +151,11 @@ def test_a_reused_hidden_set_keeps_one_memfd_for_its_screens():
         assert result["error"] is None and result["correct"], result["error"]
         reused.append(result["timings"]["hidden_reused"])
     assert reused == [False, True, False]
-    assert inodes[0] == inodes[1] != inodes[2]  # the second screen sent the first one's memfd again
+    # each pass sends the set's inputs memfd and its own program's memfd
+    assert len(inodes) == 6
+    inputs = inodes[0::2]
+    assert inputs[0] == inputs[1] != inputs[2]  # the second screen sent the first one's inputs memfd again
+    assert len(set(inodes[1::2]) | set(inputs)) == 5  # a program memfd is never the set's, nor shared
     kept = [d for d, _ in trusted.HIDDEN._kept.values()]
     assert len(kept) == 1 and kept[0].sealed_inputs is not None
     assert kept[0].nbytes >= kept[0].sealed_inputs.nbytes + draws._nbytes(kept[0].nki_inputs)
@@ -205,3 +209,18 @@ def test_small_inputs_go_by_pipe_unless_asked_otherwise():
     # 3 seeds + 1 hidden set, 32 KiB each, and the traced program
     assert "shared" not in prepared["worker"] and len(blobs) == 5
     trusted.discard({"token": prepared["token"]})
+
+
+def test_screens_sharing_a_hidden_set_each_run_their_own_program():
+    # Regression: the first screen's program went into the hidden set's shared memfd, and
+    # every later screen of the problem replayed it (all screens had one latency).
+    trusted.HIDDEN.clear()
+    trusted.PROGRAMS.clear()
+    good = _request("kernel_good.py", seeds=[], hidden_only=True, hidden_reuse=4)
+    other = dict(good, kernel=os.path.join(os.path.dirname(good["kernel"]), "adv_unwritten.py"))
+    first, _ = _shared_round_trip(good)
+    assert first["error"] is None and first["correct"], first["error"]
+    second, job = _shared_round_trip(other)
+    assert second["timings"]["hidden_reused"] is True
+    assert second["error"] is not None and second["error"]["kind"] == "unwritten_output", second["error"]
+    trusted.HIDDEN.clear()

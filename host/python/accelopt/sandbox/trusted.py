@@ -486,10 +486,21 @@ def _shared_job(state, job, blobs, a_pass=False, pass_index=None):
     start = time.perf_counter()
     slots = [state["order"][p] for p in state["passes"][pass_index]]
     hidden = state.get("hidden") if a_pass and state.get("hidden_shared") and slots == [-1] else None
+    # The program (the last attachment of a program pass) is the candidate's own: it never
+    # goes into a hidden set's memfd, which later screens of other candidates reuse.
+    program = state.get("program") if hidden is not None and "program" in job.get("arg", {}) else None
+    inputs = blobs[:-1] if program is not None else blobs
     try:
-        shared = hidden.sealed(blobs) if hidden is not None else sealed.SealedBuffers(blobs)
+        shared = hidden.sealed(inputs) if hidden is not None else sealed.SealedBuffers(blobs)
+        own = sealed.SealedBuffers([program]) if program is not None else None
     except OSError:
         return job, blobs
+    if own is not None:
+        state.setdefault("sealed", []).append((shared, False, pass_index))
+        state["sealed"].append((own, True, pass_index))
+        _add(state["timings"], "share_ms", _ms(start))
+        ranges = list(shared.ranges) + [[1, offset, size] for _, offset, size in own.ranges]
+        return dict(job, shared={"memfds": [shared.fd, own.fd], "blobs": ranges}), []
     # Held until the pass is judged or the call ends: the job names the memfd only by its
     # number, so the buffers must outlive the worker call that sends it (a collected
     # SealedBuffers closes its descriptor, and the number may then name another file).
