@@ -17,9 +17,14 @@ TIMING_ERROR = "timing_error"
 # An output element no store/DMA wrote, or an output that is not an HBM tensor: work
 # done outside the instruction stream (nki_emu.coverage, docs/isolation.md).
 UNWRITTEN_OUTPUT = "unwritten_output"
+# Hardware: the NeuronCore is held by another process (the environment's fault, not the
+# kernel's; docs/trainium.md), and a kernel the installed SDK cannot run at all.
+DEVICE_UNAVAILABLE = "device_unavailable"
+CONFIG_ERROR = "config_error"
 
 ERROR_KINDS = (COMPILE_ERROR, RUNTIME_ERROR, SHAPE_MISMATCH, NAN_INF, WRONG_RESULT,
-               PRECISION_DOWNGRADE, REFERENCE_ERROR, TIMING_ERROR, UNWRITTEN_OUTPUT)
+               PRECISION_DOWNGRADE, REFERENCE_ERROR, TIMING_ERROR, UNWRITTEN_OUTPUT, DEVICE_UNAVAILABLE,
+               CONFIG_ERROR)
 
 
 class HarnessError(Exception):

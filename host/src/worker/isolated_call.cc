@@ -141,9 +141,13 @@ namespace {
 
 // Hardware timing: neuron-profile on the files the candidate left, run by
 // the host while the worker is still held (accelopt.backends.device_profile).
-void ProfileDeviceArtifacts(CallOutcome& outcome, const std::string& scratch, double timeout_s) {
+// `core`: the held worker's NeuronCore, where timing mode "capture" runs the NEFF; `target`: as compiled.
+void ProfileDeviceArtifacts(CallOutcome& outcome, const std::string& scratch, double timeout_s, int core,
+                            const std::string& target) {
   if (!outcome.result.is_object() || !outcome.result.contains("device_artifacts")) return;
-  nlohmann::json request = {{"scratch", scratch}, {"artifacts", outcome.result["device_artifacts"]}};
+  nlohmann::json request = {{"scratch", scratch}, {"artifacts", outcome.result["device_artifacts"]},
+                            {"target", target}};
+  if (core >= 0) request["core"] = core;
   if (timeout_s > 0) request["timeout_s"] = timeout_s;
   try {
     outcome.result["device_profile"] = python::CallJson(kDeviceProfile, "profile_artifacts", request);
@@ -188,8 +192,10 @@ nlohmann::json IsolatedCall(const PoolForBackend& pools, const std::string& modu
   std::string backend = prepared.value("backend", "emulator");
   WorkerPool::WhileHeld while_held;
   if (backend == "neuron") {
-    while_held = [](CallOutcome& outcome, const std::string& scratch) {
-      ProfileDeviceArtifacts(outcome, scratch, 0);
+    const nlohmann::json& worker_arg = prepared["worker"].value("arg", nlohmann::json::object());
+    std::string target = worker_arg.is_object() ? worker_arg.value("target", "trn1") : "trn1";
+    while_held = [target](CallOutcome& outcome, const std::string& scratch, int core) {
+      ProfileDeviceArtifacts(outcome, scratch, 0, core, target);
     };
   }
   nlohmann::json job = prepared["worker"];

@@ -227,7 +227,7 @@ CallOutcome WorkerPool::Call(const std::string& module, const std::string& funct
     int slot = Acquire();
     try {
       out = CallOnce(slot, request, blobs ? *blobs : kNoBlobs, timeout_s);
-      if (while_held && out.ok) while_held(out, workers_[static_cast<size_t>(slot)]->Scratch());
+      if (while_held && out.ok) while_held(out, workers_[static_cast<size_t>(slot)]->Scratch(), NeuronCoreOf(slot));
     } catch (const std::exception& error) {
       out = CallOutcome{};
       out.kind = "worker_error";

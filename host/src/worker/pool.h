@@ -78,7 +78,8 @@ class WorkerPool {
   /// (CallOutcome::reply_memfd) instead of bytes, when they are at least
   /// "reply_min_bytes"? (default 0) bytes}. A pool whose workers
   /// cannot take descriptors (Slurm) reads the shared ranges into blobs.
-  using WhileHeld = std::function<void(CallOutcome& outcome, const std::string& scratch)>;
+  /// `neuron_core`: the NeuronCore the held worker is pinned to (-1 outside a neuron pool).
+  using WhileHeld = std::function<void(CallOutcome& outcome, const std::string& scratch, int neuron_core)>;
   CallOutcome Call(const std::string& module, const std::string& function, const nlohmann::json& arg,
                    const CallLimits& limits, const std::vector<std::string>* blobs = nullptr,
                    const WhileHeld& while_held = nullptr, const nlohmann::json& transfer = nullptr);
@@ -86,6 +87,11 @@ class WorkerPool {
   std::vector<int> NeuronCores() const {
     return std::vector<int>(options_.config.neuron_cores.begin(),
                             options_.config.neuron_cores.begin() + std::min<size_t>(options_.config.neuron_cores.size(), workers_.size()));
+  }
+  /// The NeuronCore worker `slot` is pinned to (WorkerProcess: the slot-th, cyclically), or -1.
+  int NeuronCoreOf(int slot) const {
+    const auto& cores = options_.config.neuron_cores;
+    return cores.empty() ? -1 : cores[static_cast<size_t>(slot) % cores.size()];
   }
   /// The backend every worker of this pool serves ("emulator" or "neuron").
   const std::string& backend() const { return options_.config.backend; }

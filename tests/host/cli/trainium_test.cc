@@ -74,10 +74,13 @@ TEST_CASE("auto picks the SDK when --python-path makes it importable; SDK 2.28's
 
   json old_sdk = ProfileJson(StandInEnv(), {"--backend", "neuron", "--target", "trn2", "--neuron-cores", "0",
                                             "--python-path", kSdk});
+  // trn2 asked of a trn1 instance: compiled for trn2 (both namespaces are told the platform),
+  // and the runtime refuses the NEFF; never a result measured on the wrong generation.
   CHECK(old_sdk["correct"] == false);
-  CHECK_THAT(old_sdk["error"]["message"].get<std::string>(), Catch::Contains("platform_target"));
-  json new_sdk = ProfileJson(StandInEnv(), {"--backend", "neuron", "--target", "trn2", "--neuron-cores", "0",
-                                            "--python-path", kSdk228, "--python-path", kSdk});
+  CHECK_THAT(old_sdk["error"]["message"].get<std::string>(), Catch::Contains("targets trn2"));
+  json new_sdk = ProfileJson(StandInEnv({"NEURON_STANDIN_INSTANCE_TYPE=trn2.48xlarge"}),
+                             {"--backend", "neuron", "--target", "trn2", "--neuron-cores", "0",
+                              "--python-path", kSdk228, "--python-path", kSdk});
   INFO(new_sdk.dump(2));
   CHECK(new_sdk["correct"] == true);
   CHECK(new_sdk["sdk_version"] == "2.28.0+standin");
@@ -89,7 +92,7 @@ TEST_CASE("hardware timing failures: profiler exit status, profiler timeout, uns
   json failed = ProfileJson(StandInEnv({"STANDIN_PROFILE_FAIL=1"}), args);
   CHECK(failed["correct"] == true);  // the kernel is right; only its timing failed
   CHECK(failed["error"]["kind"] == "timing_error");
-  CHECK_THAT(failed["error"]["message"].get<std::string>(), Catch::Contains("neuron-profile failed (2)"));
+  CHECK_THAT(failed["error"]["message"].get<std::string>(), Catch::Contains("neuron-profile capture failed (2)"));
   CHECK(failed["latency_ms"].is_null());
 
   json slow = ProfileJson(StandInEnv({"STANDIN_PROFILE_SLEEP=3", "ACCELOPT_NEURON_PROFILE_TIMEOUT_S=0.5"}), args);
@@ -98,7 +101,8 @@ TEST_CASE("hardware timing failures: profiler exit status, profiler timeout, uns
 
   // Every other run 5 % slower: (max-min)/min > 1 %, so the round is measured
   // again twice (AccelOpt's protocol) and the steadiest round is kept.
-  json unsteady = ProfileJson(StandInEnv({"STANDIN_PROFILE_JITTER=0.05"}), args);
+  // (AccelOpt's own protocol, ACCELOPT_NEURON_TIMING=baremetal: the worker compiles each round again)
+  json unsteady = ProfileJson(StandInEnv({"STANDIN_PROFILE_JITTER=0.05", "ACCELOPT_NEURON_TIMING=baremetal"}), args);
   INFO(unsteady.dump(2));
   CHECK(unsteady["correct"] == true);
   CHECK(unsteady["metrics"]["rounds"] == 3);

@@ -50,7 +50,7 @@ def test_the_emulator_never_counts_as_the_sdk():
     assert choose_backend("emulator")["reason"] == "the emulator was requested"
 
 
-def test_trn2_needs_an_sdk_that_takes_platform_target():
+def test_trn2_tells_either_namespace_its_platform():
     code = """
 from accelopt.backends.neuron import NeuronBackend
 backend = NeuronBackend("trn2")
@@ -60,10 +60,12 @@ try:
 except RuntimeError as exc:
     print(json.dumps({"ok": False, "error": str(exc)}))
 """
+    # Both layouts are told the platform: neuronxcc.nki.baremetal by keyword (it takes
+    # **kwargs), SDK 2.28's nki by NEURON_PLATFORM_TARGET_OVERRIDE (set in prepare).
     old = _child(code, [SDK])
-    assert not old["ok"] and "platform_target" in old["error"] and "2.28" in old["error"]
+    assert old["ok"] and old["options"]["platform_target"] == "trn2", old
     new = _child(code, [SDK_228, SDK])
-    assert new["ok"] and new["options"]["platform_target"] == "trn2"
+    assert new["ok"] and new["options"]["platform_target"] == "trn2", new
 
 
 def test_prepare_refuses_without_an_sdk():
@@ -93,7 +95,8 @@ def test_core_lists_and_neuron_ls():
         except ValueError:
             continue
         raise AssertionError(f"accepted {bad!r}")
-    assert neuron_cores.discover("2-3") == {"cores": [2, 3], "source": "configured (2-3)"}
+    configured = neuron_cores.discover("2-3")
+    assert configured["cores"] == [2, 3] and configured["source"] == "configured (2-3)", configured
     found = _child("from accelopt.backends import neuron_cores; print(json.dumps(neuron_cores.discover()))", [],
                    {"PATH": STANDIN_BIN + os.pathsep + os.environ.get("PATH", ""), "STANDIN_NEURON_DEVICES": "3",
                     "ACCELOPT_NEURON_CORES": ""})
@@ -118,6 +121,21 @@ def _artifact_pair(folder, index, device_s=1e-4):
     return {"neff": stem + ".neff", "ntff": stem + ".ntff"}
 
 
+class _BaremetalTiming:
+    """AccelOpt's own timing protocol (one NEFF/NTFF pair per timed run, neuron-profile view on
+    each): the mode these tests check; the default mode, capture, has test_neuron_228."""
+
+    def __enter__(self):
+        self.saved = os.environ.get("ACCELOPT_NEURON_TIMING")
+        os.environ["ACCELOPT_NEURON_TIMING"] = "baremetal"
+
+    def __exit__(self, *exc):
+        if self.saved is None:
+            os.environ.pop("ACCELOPT_NEURON_TIMING", None)
+        else:
+            os.environ["ACCELOPT_NEURON_TIMING"] = self.saved
+
+
 def _with_standin_profiler(fn):
     saved = os.environ.get("PATH", "")
     os.environ["PATH"] = STANDIN_BIN + os.pathsep + saved
@@ -128,60 +146,63 @@ def _with_standin_profiler(fn):
 
 
 def test_profile_artifacts_measures_and_removes_the_files():
-    with tempfile.TemporaryDirectory() as scratch:
-        pairs = [_artifact_pair(scratch, i, 1e-4 * (i + 1)) for i in range(3)]
-        out = _with_standin_profiler(lambda: profile_artifacts({"scratch": scratch, "artifacts": pairs}))
-        assert out["error"] is None, out
-        assert [round(v, 9) for v in out["samples_ms"]] == [0.1, 0.2, 0.3]
-        assert out["metrics"]["hbm_write_bytes"] == 20.0 and abs(out["stats"]["rel_diffs"] - 2.0) < 1e-9
-        assert os.listdir(scratch) == []
+    with _BaremetalTiming():
+        with tempfile.TemporaryDirectory() as scratch:
+            pairs = [_artifact_pair(scratch, i, 1e-4 * (i + 1)) for i in range(3)]
+            out = _with_standin_profiler(lambda: profile_artifacts({"scratch": scratch, "artifacts": pairs}))
+            assert out["error"] is None, out
+            assert [round(v, 9) for v in out["samples_ms"]] == [0.1, 0.2, 0.3]
+            assert out["metrics"]["hbm_write_bytes"] == 20.0 and abs(out["stats"]["rel_diffs"] - 2.0) < 1e-9
+            assert os.listdir(scratch) == []
 
 
 def test_profile_artifacts_refuses_what_a_candidate_could_plant():
-    def plant_link(scratch, good):
-        os.symlink("/etc/passwd", os.path.join(scratch, "profile_01_000000000001.ntff"))
-        return [{"neff": good["neff"], "ntff": "profile_01_000000000001.ntff"}]
+    with _BaremetalTiming():
+        def plant_link(scratch, good):
+            os.symlink("/etc/passwd", os.path.join(scratch, "profile_01_000000000001.ntff"))
+            return [{"neff": good["neff"], "ntff": "profile_01_000000000001.ntff"}]
 
-    def plant_hard_link(scratch, good):
-        os.link(os.path.join(scratch, good["ntff"]), os.path.join(scratch, "profile_02_000000000002.ntff"))
-        return [{"neff": good["neff"], "ntff": "profile_02_000000000002.ntff"}]
+        def plant_hard_link(scratch, good):
+            os.link(os.path.join(scratch, good["ntff"]), os.path.join(scratch, "profile_02_000000000002.ntff"))
+            return [{"neff": good["neff"], "ntff": "profile_02_000000000002.ntff"}]
 
-    cases = [
-        (lambda scratch, good: [{"neff": "../x.neff", "ntff": good["ntff"]}], "unexpected profile file"),
-        (plant_link, "not a regular file"),
-        (plant_hard_link, "has 2 links"),
-        (lambda scratch, good: [{"neff": "profile_03_000000000003.neff", "ntff": good["ntff"]}], "missing"),
-        (lambda scratch, good: [], "profile runs"),
-        (lambda scratch, good: [good] * 65, "profile runs"),
-    ]
-    for plant, expected in cases:
-        with tempfile.TemporaryDirectory() as scratch:
-            good = _artifact_pair(scratch, 0)
-            artifacts = plant(scratch, good)
-            out = profile_artifacts({"scratch": scratch, "artifacts": artifacts})
-            assert out["error"] and expected in out["error"], (expected, out)
-            assert out["samples_ms"] == []
-    out = profile_artifacts({"scratch": "/nonexistent", "artifacts": [{"neff": "a", "ntff": "b"}]})
-    assert "no scratch folder" in out["error"]
+        cases = [
+            (lambda scratch, good: [{"neff": "../x.neff", "ntff": good["ntff"]}], "unexpected profile file"),
+            (plant_link, "not a regular file"),
+            (plant_hard_link, "has 2 links"),
+            (lambda scratch, good: [{"neff": "profile_03_000000000003.neff", "ntff": good["ntff"]}], "missing"),
+            (lambda scratch, good: [], "profile runs"),
+            (lambda scratch, good: [good] * 65, "profile runs"),
+        ]
+        for plant, expected in cases:
+            with tempfile.TemporaryDirectory() as scratch:
+                good = _artifact_pair(scratch, 0)
+                artifacts = plant(scratch, good)
+                out = profile_artifacts({"scratch": scratch, "artifacts": artifacts})
+                assert out["error"] and expected in out["error"], (expected, out)
+                assert out["samples_ms"] == []
+        out = profile_artifacts({"scratch": "/nonexistent", "artifacts": [{"neff": "a", "ntff": "b"}]})
+        assert "no scratch folder" in out["error"]
 
 
 def test_profiler_failure_and_timeout_are_reported():
-    with tempfile.TemporaryDirectory() as scratch:
-        os.environ["STANDIN_PROFILE_FAIL"] = "1"
-        try:
-            out = _with_standin_profiler(lambda: profile_artifacts({"scratch": scratch,
-                                                                    "artifacts": [_artifact_pair(scratch, 0)]}))
-        finally:
-            del os.environ["STANDIN_PROFILE_FAIL"]
-        assert "neuron-profile failed (2)" in out["error"] and "STANDIN_PROFILE_FAIL" in out["error"]
-        os.environ["STANDIN_PROFILE_SLEEP"] = "5"
-        try:
-            out = _with_standin_profiler(lambda: profile_artifacts({"scratch": scratch, "timeout_s": 0.5,
-                                                                    "artifacts": [_artifact_pair(scratch, 1)]}))
-        finally:
-            del os.environ["STANDIN_PROFILE_SLEEP"]
-        assert "ran past 0.5 s" in out["error"]
-        assert os.listdir(scratch) == []
+    with _BaremetalTiming():
+        with tempfile.TemporaryDirectory() as scratch:
+            os.environ["STANDIN_PROFILE_FAIL"] = "1"
+            try:
+                out = _with_standin_profiler(lambda: profile_artifacts({"scratch": scratch,
+                                                                        "artifacts": [_artifact_pair(scratch, 0)]}))
+            finally:
+                del os.environ["STANDIN_PROFILE_FAIL"]
+            assert "neuron-profile failed (2)" in out["error"] and "STANDIN_PROFILE_FAIL" in out["error"]
+            os.environ["STANDIN_PROFILE_SLEEP"] = "5"
+            try:
+                out = _with_standin_profiler(lambda: profile_artifacts({"scratch": scratch, "timeout_s": 0.5,
+                                                                        "artifacts": [_artifact_pair(scratch, 1)]}))
+            finally:
+                del os.environ["STANDIN_PROFILE_SLEEP"]
+            assert "ran past 0.5 s" in out["error"]
+            assert os.listdir(scratch) == []
 
 
 def test_published_tolerances_apply_unless_the_folder_sets_one():

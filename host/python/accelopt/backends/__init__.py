@@ -59,3 +59,26 @@ def make_backend(name, target, external_profiler=False):
         return NeuronBackend(target, external_profiler=external_profiler)
     from .emulator import EmulatorBackend
     return EmulatorBackend(target)
+
+
+def instance_family():
+    """"trn1" or "trn2" from neuron-ls (the instance type in its header, else the trn2-only
+    ``logical_neuroncore_config`` field), or None where neuron-ls is missing or fails."""
+    from . import neuron_cores
+    try:
+        return neuron_cores.listing(lnc=1)["family"]
+    except (RuntimeError, ValueError):
+        return None
+
+
+def resolve_target(target, backend):
+    """The NeuronCore generation to compile for and estimate: ``target`` when it names one
+    ("trn1"/"trn2"); for "auto", the instance's family on the neuron backend (neuron-ls),
+    else "trn1" (the calibrated emulator target). Raises ValueError for another value."""
+    if target in TARGETS:
+        return target
+    if target != "auto":
+        raise ValueError(f"unknown target {target!r}; expected auto or one of {TARGETS}")
+    if backend == "neuron":
+        return instance_family() or "trn1"
+    return "trn1"

@@ -9,7 +9,9 @@ the device, so its Landlock rules add:
   Neuron tree (``/opt/aws/neuron`` or $ACCELOPT_NEURON_ROOT), ``/sys``
   (device discovery), the few ``/etc`` files the dynamic loader and the
   C library read;
-* read/write: the device nodes ``/dev/neuron*``;
+* read/write: the worker's own device node ``/dev/neuronN`` (the device of the NeuronCore
+  it is pinned to, $ACCELOPT_NEURON_DEVICE or neuron-ls's ``neuroncore_ids``), or every
+  ``/dev/neuron*`` when that is not known;
 * execute, and nothing else: the interpreter, a virtual environment's
   ``bin`` (never a system-wide one such as /usr/bin), the dynamic loader, the SDK package's own folder (its compiler binaries), the Neuron
   tree's ``bin`` and ``/bin/sh``.
@@ -48,6 +50,39 @@ def extra_paths(_info=None):
             "write": _existing(_split(os.environ.get("ACCELOPT_SANDBOX_WRITE")))}
 
 
+DEV_DIR = "/dev"
+
+
+def _device_of_pinned_core():
+    """The Neuron device holding the one NeuronCore this worker is pinned to
+    (NEURON_RT_VISIBLE_CORES), from neuron-ls; None when that is not a single core or
+    neuron-ls cannot tell."""
+    text = os.environ.get("NEURON_RT_VISIBLE_CORES", "").strip()
+    if not text.isdigit():
+        return None
+    try:
+        from ..backends import neuron_cores
+        return neuron_cores.listing()["device_of"].get(int(text))
+    except Exception:  # noqa: BLE001 - no listing: the caller falls back to every node
+        return None
+
+
+def device_nodes():
+    """The /dev/neuron* nodes a worker may open: its own device's when known
+    ($ACCELOPT_NEURON_DEVICE, else the device of its pinned core), else all of them
+    (a worker then reaches devices it does not use; docs/trainium.md)."""
+    nodes = sorted(glob.glob(os.path.join(DEV_DIR, "neuron*")))
+    device = os.environ.get("ACCELOPT_NEURON_DEVICE", "").strip()
+    if not device.isdigit():
+        found = _device_of_pinned_core()
+        device = str(found) if found is not None else ""
+    if device.isdigit():
+        own = os.path.join(DEV_DIR, f"neuron{int(device)}")
+        if own in nodes:
+            return [own]
+    return nodes
+
+
 def neuron_paths(sdk_location=None):
     """Landlock paths of the hardware profile: {"read", "write", "exec"} (lists of existing paths).
 
@@ -73,5 +108,5 @@ def neuron_paths(sdk_location=None):
             read.append(package)
     extra = extra_paths()
     return {"read": _existing(read + extra["read"]),
-            "write": _existing(sorted(glob.glob("/dev/neuron*")) + extra["write"]),
+            "write": _existing(device_nodes() + extra["write"]),
             "exec": _existing(execute)}

@@ -132,6 +132,8 @@ def _prepared_backend(request):
     try:
         backend = make_backend(name, request.get("target", "trn1"),
                                external_profiler=bool(request.get("external_profiler", False)))
+        if request.get("timing_mode") in ("capture", "baremetal") and hasattr(backend, "timing_mode"):
+            backend.timing_mode = request["timing_mode"]  # the host's (neuron.timing_mode)
         backend.prepare()
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - the environment's fault, not the candidate's
         raise KernelFailure("worker_error", f"the {name} backend cannot start: {type(exc).__name__}: {exc}",
