@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
+#include "cli/doctor_command.h"
 #include "cli/moves_command.h"
 #include "cli/prompts_command.h"
 #include "cli/report_cli.h"
@@ -89,6 +90,15 @@ int main(int argc, char** argv) {
   moves_cmd->add_option("--python-path", moves.profile.python_paths, "Folder to add to the embedded Python's sys.path; repeatable")
       ->check(CLI::ExistingDirectory);
 
+  accelopt::cli::DoctorOptions doctor;
+  auto* doctor_cmd = app.add_subcommand("doctor", "Say what the neuron backend finds here (SDK, namespaces, NeuronCores, target, sandbox) and what it will do; runs no kernel (docs/trainium.md)");
+  doctor_cmd->add_option("--python-path", doctor.python_paths, "Folder to add to the embedded Python's sys.path (e.g. the DLAMI venv's site-packages); repeatable")
+      ->check(CLI::ExistingDirectory);
+  doctor_cmd->add_option("--neuron-cores", doctor.neuron_cores, "NeuronCores to use, e.g. 0-31 (default: ACCELOPT_NEURON_CORES, else neuron-ls)");
+  doctor_cmd->add_option("--target", doctor.target, "auto (neuron-ls's instance type), trn1 or trn2")
+      ->check(CLI::IsMember({"auto", "trn1", "trn2"}));
+  doctor_cmd->add_flag("--json", doctor.json, "Print the report as JSON");
+
   accelopt::cli::PromptsRenderOptions prompts;
   auto* prompts_cmd = app.add_subcommand("prompts", "Work with the LLM prompts (docs/optimize.md)");
   prompts_cmd->require_subcommand(1);
@@ -154,6 +164,7 @@ int main(int argc, char** argv) {
   if (*stages_cmd) return accelopt::cli::StagesCommand(stages_json);
   if (*profile_cmd) return accelopt::cli::ProfileCommand(profile);
   if (*moves_cmd) return accelopt::cli::MovesCommand(moves);
+  if (*doctor_cmd) return accelopt::cli::DoctorCommand(doctor);
   if (*render_cmd) return accelopt::cli::PromptsRenderCommand(prompts);
   if (int code = 0; report_commands.Dispatch(&code)) return code;
   return accelopt::cli::kExitUsage;
