@@ -134,6 +134,14 @@ int WorkerPool::Acquire() {
   std::unique_lock<std::mutex> lock(mu_);
   free_.wait(lock, [&] { return std::find(busy_.begin(), busy_.end(), false) != busy_.end(); });
   int slot = static_cast<int>(std::find(busy_.begin(), busy_.end(), false) - busy_.begin());
+  if (core_held_.size() == busy_.size()) {
+    for (size_t i = 0; i < busy_.size(); ++i) {
+      if (!busy_[i] && !core_held_[i]) {
+        slot = static_cast<int>(i);
+        break;
+      }
+    }
+  }
   busy_[slot] = true;
   return slot;
 }
@@ -223,6 +231,7 @@ CallOutcome WorkerPool::Call(const std::string& module, const std::string& funct
     ++stats_.calls;
   }
   CallOutcome out;
+  int device_retries = 0;
   for (int attempt = 1; attempt <= 2; ++attempt) {
     int slot = Acquire();
     try {
@@ -234,6 +243,19 @@ CallOutcome WorkerPool::Call(const std::string& module, const std::string& funct
       out.message = error.what();
     }
     Release(slot);
+    // The runtime found the worker's NeuronCore held by another process (accelopt.backends.
+    // neuron_errors: device_unavailable): not the kernel's fault; run it again on another core.
+    if (DeviceUnavailable(out) && static_cast<size_t>(device_retries) + 1 < workers_.size()) {
+      ++device_retries;
+      --attempt;  // a crash retry stays available
+      std::lock_guard<std::mutex> lock(mu_);
+      if (core_held_.size() != busy_.size()) core_held_.assign(busy_.size(), false);
+      core_held_[static_cast<size_t>(slot)] = true;
+      ++stats_.retries;
+      spdlog::warn("{}.{}: NeuronCore {} is held by another process; retrying on another core", module, function,
+                   NeuronCoreOf(slot));
+      continue;
+    }
     bool killed_worker = out.worker_died && out.kind == "crash";
     if (!killed_worker) break;
     if (attempt == 1) {
@@ -245,6 +267,15 @@ CallOutcome WorkerPool::Call(const std::string& module, const std::string& funct
     }
   }
   return out;
+}
+
+bool WorkerPool::DeviceUnavailable(const CallOutcome& out) const {
+  if (options_.config.backend != "neuron" || !out.ok || !out.result.is_object()) return false;
+  const nlohmann::json none;
+  const auto& error = out.result.contains("error") ? out.result["error"] : none;
+  if (error.is_object() && error.value("kind", "") == "device_unavailable") return true;
+  const auto& profile = out.result.contains("device_profile") ? out.result["device_profile"] : none;
+  return profile.is_object() && profile.value("kind", "") == "device_unavailable";
 }
 
 PoolStats WorkerPool::Stats() const {

@@ -107,7 +107,10 @@ class WorkerPool {
   pid_t WorkerPid(int slot) const;
 
  private:
+  /// A free slot, one whose NeuronCore was not found held by another process first.
   int Acquire();
+  /// True when a neuron worker's answer says its NeuronCore is held by another process.
+  bool DeviceUnavailable(const CallOutcome& out) const;
   void Release(int slot);
   /// Runs `start` on the pool's spawner thread and waits for it (rethrows).
   /// Workers must be spawned from a thread that lives as long as the pool:
@@ -123,6 +126,8 @@ class WorkerPool {
   PoolOptions options_;
   std::vector<std::unique_ptr<WorkerProcess>> workers_;
   std::vector<bool> busy_;
+  /// Slots whose NeuronCore the runtime reported held by another process (device_unavailable).
+  std::vector<bool> core_held_;
   mutable std::mutex mu_;
   std::condition_variable free_;
   PoolStats stats_;
