@@ -120,8 +120,8 @@ def _plan(out, cores):
         plan.append("timing: AccelOpt's protocol (ACCELOPT_NEURON_TIMING=baremetal): every run compiles again; "
                     "raise --timeout for slow-compiling kernels")
     plan.append("a compile error (exception type or documented error code) goes to the fixer as compile_error; "
-                "'NeuronCore(s) not available' is device_unavailable (the environment's fault), never scored "
-                "as a wrong kernel")
+                "'NeuronCore(s) not available' is device_unavailable (the environment's fault, never a wrong "
+                "kernel) and the call runs again on another core")
     return plan
 
 
