@@ -101,6 +101,8 @@ if command -v update-alternatives >/dev/null; then
   [[ -n "$lapack" ]] && ${SUDO:+$SUDO -n} update-alternatives --set liblapack.so.3-x86_64-linux-gnu "$lapack" >/dev/null 2>&1 || true
 fi
 
+scripts/setup_pypi.sh "$PY"  # torch, flashinfer-bench, triton from PyPI into ./.venv (docs/flashinfer.md)
+
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DACCEL_PYTHON="$PY" >/dev/null
 cmake --build "$BUILD_DIR" -j"$(nproc)"
 

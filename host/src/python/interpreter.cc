@@ -7,6 +7,8 @@
 #include <mutex>
 #include <sstream>
 
+#include <sys/stat.h>
+
 #include <pybind11/embed.h>
 #include <spdlog/spdlog.h>
 
@@ -95,10 +97,22 @@ std::vector<std::string> EnvPythonPaths() {
   return paths;
 }
 
+std::string VenvSitePackages() {
+  const char* env = std::getenv("ACCELOPT_VENV");
+  std::string venv = env != nullptr ? env : std::string(ACCELOPT_SOURCE_DIR) + "/.venv";
+  if (venv.empty()) return "";
+  std::string site = venv + "/lib/python" + std::to_string(PY_MAJOR_VERSION) + "." +
+                     std::to_string(PY_MINOR_VERSION) + "/site-packages";
+  struct stat info {};
+  if (::stat(site.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) return "";
+  return site;
+}
+
 std::vector<std::string> SysPathEntries(const std::vector<std::string>& extra_paths) {
   std::vector<std::string> entries{HostPythonDir()};
   for (const auto& path : EnvPythonPaths()) entries.push_back(path);
   for (const auto& path : extra_paths) entries.push_back(path);
+  if (auto site = VenvSitePackages(); !site.empty()) entries.push_back(site);
   std::vector<std::string> unique;
   for (const auto& entry : entries) {
     if (std::find(unique.begin(), unique.end(), entry) == unique.end()) unique.push_back(entry);

@@ -48,8 +48,14 @@ void Initialize(const std::vector<std::string>& extra_paths = {});
 /// the host's own folder skipped). They add to the host's folder, never replace it.
 std::vector<std::string> EnvPythonPaths();
 
+/// The PyPI packages' virtual environment (scripts/setup_pypi.sh: torch, flashinfer-bench,
+/// triton): `<venv>/lib/pythonX.Y/site-packages` of $ACCELOPT_VENV, else of the source tree's
+/// `.venv`; "" when ACCELOPT_VENV is empty or the folder does not exist. It goes on sys.path
+/// ahead of the system's packages (Debian's NumPy etc. stay visible behind it).
+std::string VenvSitePackages();
+
 /// The sys.path entries the host adds, in order and without duplicates:
-/// HostPythonDir(), then EnvPythonPaths(), then `extra_paths`.
+/// HostPythonDir(), then EnvPythonPaths(), then `extra_paths`, then VenvSitePackages().
 std::vector<std::string> SysPathEntries(const std::vector<std::string>& extra_paths = {});
 
 

@@ -1,6 +1,8 @@
 #include <catch2/catch.hpp>
 #include <thread>
 
+#include <Python.h>
+
 #include "python/interpreter.h"
 
 using namespace accelopt;
@@ -52,8 +54,25 @@ TEST_CASE("CallJsonArgs passes positional and keyword arguments", "[python]") {
 TEST_CASE("ACCELOPT_PYTHON_PATH adds folders to the host's own, never replaces it", "[python]") {
   namespace py = accelopt::python;
   ::setenv("ACCELOPT_PYTHON_PATH", ("/tmp/a::/tmp/b:" + py::HostPythonDir()).c_str(), 1);
+  ::setenv("ACCELOPT_VENV", "", 1);  // no PyPI environment
   auto entries = py::SysPathEntries({"/tmp/c", "/tmp/a"});
   ::unsetenv("ACCELOPT_PYTHON_PATH");
+  ::unsetenv("ACCELOPT_VENV");
   CHECK(entries == std::vector<std::string>{py::HostPythonDir(), "/tmp/a", "/tmp/b", "/tmp/c"});
   CHECK(py::HostPythonDir() == ACCELOPT_PYTHON_DIR);
+}
+
+TEST_CASE("the PyPI virtual environment's site-packages follow the host's folders", "[python]") {
+  namespace py = accelopt::python;
+  std::string venv = "/tmp/accelopt-venv-test";
+  std::string site = venv + "/lib/python" + std::to_string(PY_MAJOR_VERSION) + "." +
+                     std::to_string(PY_MINOR_VERSION) + "/site-packages";
+  std::system(("mkdir -p " + site).c_str());
+  ::setenv("ACCELOPT_VENV", venv.c_str(), 1);
+  auto entries = py::SysPathEntries({"/tmp/c"});
+  ::setenv("ACCELOPT_VENV", "/tmp/accelopt-venv-missing", 1);
+  auto missing = py::SysPathEntries({"/tmp/c"});
+  ::unsetenv("ACCELOPT_VENV");
+  CHECK(entries == std::vector<std::string>{py::HostPythonDir(), "/tmp/c", site});
+  CHECK(missing == std::vector<std::string>{py::HostPythonDir(), "/tmp/c"});
 }
