@@ -546,6 +546,14 @@ def pending(_call=None):
         return len(_states)
 
 
+def forget_programs(_call=None):
+    """Empties the program cache, so that the next profile of any source traces it again
+    (tests that count worker calls); returns how many programs were dropped."""
+    dropped = len(PROGRAMS)
+    PROGRAMS.clear()
+    return dropped
+
+
 def _equal_outputs(a, b):
     if len(a) != len(b):
         return False
