@@ -49,8 +49,8 @@ void Initialize(const std::vector<std::string>& extra_paths = {});
 std::vector<std::string> EnvPythonPaths();
 
 /// The PyPI packages' virtual environment (scripts/setup_pypi.sh: torch, flashinfer-bench,
-/// triton): `<venv>/lib/pythonX.Y/site-packages` of $ACCELOPT_VENV, else of the source tree's
-/// `.venv`; "" when ACCELOPT_VENV is empty or the folder does not exist. It goes on sys.path
+/// triton): `<venv>/lib/pythonX.Y/site-packages` of $ACCELOPT_VENV (opt-in, e.g. the source tree's
+/// `.venv`); "" when ACCELOPT_VENV is unset or empty or the folder does not exist. It goes on sys.path
 /// ahead of the system's packages (Debian's NumPy etc. stay visible behind it).
 std::string VenvSitePackages();
 
