@@ -9,7 +9,7 @@
 #
 #   scripts/setup_pypi.sh [PYTHON]          # default /usr/bin/python3.11; venv in ./.venv
 #   ACCEL_VENV=/opt/fib-venv scripts/setup_pypi.sh
-#   SETUP_PYPI=0 scripts/setup.sh           # skip (no PyPI): torch-based checks then report why
+#   SETUP_PYPI=1 scripts/setup.sh           # setup.sh runs this script only when asked (opt-in for now)
 #
 # PyPI's x86_64 torch wheels depend on the CUDA runtime wheels (nvidia-*, about 3 GB); there is
 # no CPU-only torch on PyPI itself (the CPU wheels live on download.pytorch.org). They are kept:
