@@ -112,34 +112,54 @@ json RunExecute(StageContext& ctx) {
       const std::string parent_source = ReadText(plan["candidate"].value("kernel", ""));
       std::string source;
       if (job.llm) {
+        // One re-ask at most (docs/llm.md, "Re-asks"): a reply without code quotes the
+        // parse error back, a reply that gives back the parent kernel names the repeat and
+        // asks for a different idea; a second miss fails the candidate.
         const std::string user = prompts->Render(diff_format ? "executor_diff_user" : "executor_user", ExecutorData(plan, parent_source));
         const int64_t call_seed = seed * 1000003 + iteration * 10007 + static_cast<int64_t>(job.plan) * 31 + job.sample + 7;
-        json response = caller.Chat(case_name, system, user, call_seed);
-        const std::string reply = response.value("content", "");
-        WriteText(dir / "replies" / (SafeName(id) + ".md"), reply);
-        const auto diff = ExtractDiff(reply);
-        const auto code = ExtractKernelCode(reply);
-        if (!code && !diff) {
-          results[j] = Failed(candidate, "no_code_block",
-                              "the reply has no fenced code block and no diff (finish_reason " + response.value("finish_reason", "?") +
-                                  ", " + std::to_string(reply.size()) + " characters)");
-          return;
-        }
-        json request = {{"parent", parent_source}, {"diff", diff ? json(*diff) : json()},
-                        {"source", code ? json(WithImportHeader(*code) + "\n") : json()}};
-        json edit = ctx.PythonCall("accelopt.edits", "resolve", request);
-        if (edit.contains("error") && edit["error"].is_object()) {
-          results[j] = Failed(candidate, edit["error"].value("kind", "patch_failed"), edit["error"].value("message", ""));
-          if (diff) results[j]["reply_diff"] = *diff;
-          return;
-        }
-        source = edit.value("source", "");
-        candidate["edit"] = edit.value("edit", "source");
-        candidate["diff"] = edit.value("diff", "");
-        if (edit.contains("patch_error")) {
-          candidate["patch_error"] = edit["patch_error"];
-          ctx.Info(id + ": the reply's diff did not apply (" + edit["patch_error"].value("message", "") +
-                   "); using its full kernel instead");
+        std::string note;
+        for (int attempt = 0;; ++attempt) {
+          json response = caller.Chat(case_name, system, note.empty() ? user : user + "\n\n" + note,
+                                      attempt == 0 ? std::optional<int64_t>(call_seed) : std::optional<int64_t>(call_seed + 1));
+          const std::string reply = response.value("content", "");
+          WriteText(dir / "replies" / (SafeName(id) + (attempt == 0 ? "" : ".reask") + ".md"), reply);
+          const auto diff = ExtractDiff(reply);
+          const auto code = ExtractKernelCode(reply);
+          if (!code && !diff) {
+            const std::string why = "the reply has no fenced code block and no diff (finish_reason " +
+                                    response.value("finish_reason", "?") + ", " + std::to_string(reply.size()) + " characters)";
+            if (attempt == 0) {
+              note = "Your previous reply could not be used: " + why +
+                     ". Answer again with the whole kernel in one ```python fenced block (or a unified diff in a ```diff block).";
+              candidate["reasks"] = candidate.value("reasks", 0) + 1;
+              continue;
+            }
+            results[j] = Failed(candidate, "no_code_block", why + (attempt ? " (after a re-ask)" : ""));
+            return;
+          }
+          json request = {{"parent", parent_source}, {"diff", diff ? json(*diff) : json()},
+                          {"source", code ? json(WithImportHeader(*code) + "\n") : json()}};
+          json edit = ctx.PythonCall("accelopt.edits", "resolve", request);
+          if (edit.contains("error") && edit["error"].is_object()) {
+            results[j] = Failed(candidate, edit["error"].value("kind", "patch_failed"), edit["error"].value("message", ""));
+            if (diff) results[j]["reply_diff"] = *diff;
+            return;
+          }
+          source = edit.value("source", "");
+          if (attempt == 0 && NormalizeSource(source) == NormalizeSource(parent_source)) {
+            note = "Your previous reply is a repeat: it gives back the current kernel unchanged (comments and whitespace aside), "
+                   "which has already been evaluated. Propose a different idea and write that kernel.";
+            candidate["reasks"] = candidate.value("reasks", 0) + 1;
+            continue;
+          }
+          candidate["edit"] = edit.value("edit", "source");
+          candidate["diff"] = edit.value("diff", "");
+          if (edit.contains("patch_error")) {
+            candidate["patch_error"] = edit["patch_error"];
+            ctx.Info(id + ": the reply's diff did not apply (" + edit["patch_error"].value("message", "") +
+                     "); using its full kernel instead");
+          }
+          break;
         }
       } else {
         json plan_arg = {{"id", plan.value("rule_plan_id", "")}, {"rule", plan.value("rule", "")},

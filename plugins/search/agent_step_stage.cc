@@ -112,7 +112,14 @@ json RunAgentStep(StageContext& ctx) {
       if (outcome.status == "no_improvement") c["no_improve"] = c.value("no_improve", 0) + 1;
       ctx.Info(case_name + " round " + std::to_string(round) + ": " + outcome.status + (outcome.lesson.empty() ? "" : " - " + outcome.lesson));
       summaries.push_back({{"case_name", case_name}, {"status", outcome.status}, {"lesson", outcome.lesson}});
-      if (c["no_improve"].get<int>() >= limit) {
+      // A converged model (docs/llm.md, "Re-asks"): the reply repeated the current kernel
+      // and so did the answer to the re-ask naming the repeat. Asking again would repeat it
+      // again, so the problem is finished instead of spending requests for nothing.
+      const bool converged = !ok && kind == "unchanged" && record.value("reasks", 0) > 0;
+      if (converged) {
+        c["done"] = true;
+        c["done_reason"] = "the model converged: it repeated the current kernel after a re-ask naming the repeat";
+      } else if (c["no_improve"].get<int>() >= limit) {
         c["done"] = true;
         c["done_reason"] = std::to_string(limit) + " rounds without improvement";
       } else if (c["evaluations"].get<int>() >= budget) {

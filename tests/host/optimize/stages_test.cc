@@ -238,7 +238,7 @@ TEST_CASE("execute in diff format: a diff that applies, a full-source fallback, 
              Catch::Contains("Move: `fuse_silu` (VectorE time), parameters {\"site\":\"y\"}."));
 }
 
-TEST_CASE("execute writes the first fenced block as a kernel file with lineage and records no_code_block", "[optimize]") {
+TEST_CASE("execute writes the first fenced block as a kernel file with lineage and records no_code_block after one re-ask", "[optimize]") {
   TempDir dir;
   auto parent = dir.Write("parent.py", "import neuronxcc.nki as nki\nx = 1\n");
   json member = Candidate("silu-base", parent.string(), 0.028);
@@ -273,9 +273,16 @@ TEST_CASE("execute writes the first fenced block as a kernel file with lineage a
   CHECK(f["status"] == "failed");
   CHECK(f["error"]["kind"] == "no_code_block");
   CHECK(f["plan"]["plan_id"] == "b0p1");
-  // The executor prompt carries the plan, the kernel and the reference.
+  CHECK_THAT(f["error"]["message"].get<std::string>(), Catch::Contains("after a re-ask"));
+  CHECK(f["reasks"] == 1);
+  // The executor prompt carries the plan, the kernel and the reference; the prose reply got
+  // one re-ask quoting the parse error (issue 37), so three requests in all.
   auto requests = llm.Requests();
-  REQUIRE(requests.size() == 2);
+  REQUIRE(requests.size() == 3);
+  int reasks = 0;
+  for (const auto& r : requests)
+    if (r["messages"][1]["content"].get<std::string>().find("could not be used: the reply has no fenced code block") != std::string::npos) ++reasks;
+  CHECK(reasks == 1);
   CHECK_THAT(requests[0]["messages"][0]["content"].get<std::string>(), Catch::Contains("partition"));
   CHECK(requests[0].contains("seed"));
 }
