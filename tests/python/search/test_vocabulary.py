@@ -23,7 +23,7 @@ def kernel(x):
 
 def test_every_rule_is_a_kind_with_its_effect_and_relieves():
     names = [k["name"] for k in vocab.kinds()]
-    assert names == list(registry.RULES)
+    assert names == list(registry.RULES) + [vocab.OPEN_KIND]
     assert all(k["effect"] for k in vocab.kinds())
     assert set(vocab.KIND_RELIEVES) <= set(registry.RULES)
 
@@ -59,3 +59,16 @@ def test_resolve_move_matches_the_site_or_the_first_applicable_move():
     assert vocab.resolve_move({"kind": "fuse_silu", "applicable": applicable}) == {"kind": "fuse_silu", "matched": None}
     assert vocab.resolve_move({"kind": "teleport", "applicable": applicable})["error"]["kind"] == "unknown_move"
     assert vocab.resolve_move({"kind": "", "applicable": applicable})["error"]["kind"] == "no_move"
+
+
+def test_the_open_move_is_a_kind_of_its_own_that_no_rule_applies():
+    assert vocab.check_kind("open") == ("open", None)
+    assert vocab.check_kind("**Restructure**") == ("open", None)
+    assert "open for a free restructuring" in vocab.check_kind("teleport")[1]
+    applicable = [{"id": "widen_loop:i*2", "rule": "widen_loop", "params": {"site": "i*2"}}]
+    assert vocab.resolve_move({"kind": "Open", "site": "i*2", "applicable": applicable}) == {"kind": "open", "matched": None}
+    out = vocab.describe({"source": SILU, "metrics": {}})
+    open_kind = next(k for k in out["kinds"] if k["name"] == "open")
+    assert open_kind["applicable"] == 0 and open_kind["relieves"] == vocab.OPEN_RELIEVES
+    assert "restructuring" in open_kind["effect"]
+    assert all(p["rule"] != "open" for p in out["applicable"])

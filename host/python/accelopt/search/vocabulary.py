@@ -6,6 +6,12 @@ its documented effect (accelopt.rules.effects.EFFECTS). For one kernel,
 parameters and predicted gains), what each kind relieves, and the profile's
 bottleneck (accelopt.search.bottleneck). The planner must answer with one kind;
 ``check_kind`` validates it.
+
+Beside the rule kinds there is one open kind, ``open`` (OPEN_KIND): a free
+restructuring that no single rule produces. It has no applicable moves and no
+rule applies it; the planner describes it in its PLAN text and the executor
+writes the kernel from that text (docs/search.md, "The open move"). Its
+statistics and prior are its own (the kind keys tactics.json like any rule).
 """
 import re
 
@@ -37,10 +43,23 @@ KIND_RELIEVES = {
 }
 DEFAULT_RELIEVES = {"instructions": 0.5}
 
+# The open move: its kind, the names a planner may write for it, its effect as the
+# prompt shows it, and what it relieves for the profile prior: a restructuring may
+# change any engine's load, so every resource at the same weight (the tactic
+# statistics of "open" then say whether it pays on which bottleneck).
+OPEN_KIND = "open"
+OPEN_ALIASES = ("open", "restructure", "open_move", "free_restructuring")
+OPEN_EFFECT = ("a free restructuring of the kernel that no single rule kind produces (a new loop structure, "
+               "data layout, engine assignment or algorithm); describe it concretely in PLAN and the reasoning: "
+               "the kernel is written from your text")
+OPEN_RELIEVES = {"instructions": 0.6, "dma": 0.6, "vector": 0.6, "scalar": 0.6, "tensor": 0.6}
+
 
 def kinds():
-    """Every move kind: [{"name", "effect"}] in the registry's order."""
-    return [{"name": name, "effect": effects.EFFECTS.get(name, "")} for name in registry.RULES]
+    """Every move kind: [{"name", "effect"}], the rules in the registry's order, then OPEN_KIND."""
+    out = [{"name": name, "effect": effects.EFFECTS.get(name, "")} for name in registry.RULES]
+    out.append({"name": OPEN_KIND, "effect": OPEN_EFFECT})
+    return out
 
 
 def normalize_kind(text):
@@ -56,9 +75,12 @@ def check_kind(name):
     kind = normalize_kind(name)
     if kind in registry.RULES:
         return kind, None
+    if kind in OPEN_ALIASES:
+        return OPEN_KIND, None
     if not kind:
         return None, "the reply names no move kind (a `MOVE: <kind>` line is required)"
-    return None, f"move kind {name!r} is not in the vocabulary; known kinds: {', '.join(registry.RULES)}"
+    return None, (f"move kind {name!r} is not in the vocabulary; known kinds: {', '.join(registry.RULES)}, "
+                  f"or {OPEN_KIND} for a free restructuring")
 
 
 def relieves_of(kind, applicable):
@@ -69,6 +91,8 @@ def relieves_of(kind, applicable):
         if plan.get("rule") == kind and isinstance(plan.get("relieves"), dict):
             for res, w in plan["relieves"].items():
                 out[res] = max(out.get(res, 0.0), float(w))
+    if kind == OPEN_KIND:
+        return dict(OPEN_RELIEVES)
     return out or dict(KIND_RELIEVES.get(kind, DEFAULT_RELIEVES))
 
 
@@ -110,7 +134,8 @@ def resolve_move(request):
     ``request``: {"kind": the kind as written, "site": site or "", "applicable":
     describe()'s applicable plans}. Returns {"kind": vocabulary name, "matched":
     the applicable plan of that kind whose site (params.site, or the id after
-    ':') equals ``site``, else the kind's first applicable plan, else None} or
+    ':') equals ``site``, else the kind's first applicable plan, else None
+    (always None for OPEN_KIND, which no rule applies)} or
     {"error": {"kind": "unknown_move" | "no_move", "message"}}. Never raises.
     """
     if not isinstance(request, dict):
@@ -119,6 +144,8 @@ def resolve_move(request):
     kind, error = check_kind(written)
     if error:
         return {"error": {"kind": "no_move" if not normalize_kind(written) else "unknown_move", "message": error}}
+    if kind == OPEN_KIND:
+        return {"kind": kind, "matched": None}
     site = str(request.get("site") or "").strip().strip("`'\"")
     same = [p for p in request.get("applicable") or [] if isinstance(p, dict) and p.get("rule") == kind]
 
