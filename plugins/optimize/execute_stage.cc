@@ -96,7 +96,7 @@ json RunExecute(StageContext& ctx) {
   std::optional<Prompts> prompts;
   std::string system;
   if (any_llm) {
-    prompts.emplace(with.value("prompts", ""));
+    prompts.emplace(with.value("prompts", ""), with.value("target", ""));
     system = prompts->Render(diff_format ? "executor_diff_system" : "executor_system", json::object());
   }
   LlmCaller caller(ctx, endpoint, with);

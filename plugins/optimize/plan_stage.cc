@@ -169,7 +169,7 @@ json RunPlan(StageContext& ctx) {
   std::vector<std::string> systems(beam.size()), users(beam.size());
   std::vector<json> vocab(beam.size());  // accelopt.search.vocabulary.describe per member (vocabulary mode)
   if (llm) {
-    prompts.emplace(with.value("prompts", ""));
+    prompts.emplace(with.value("prompts", ""), with.value("target", ""));
     glossary = prompts->Data("metrics.json");
   }
   // Prompt parts per beam member (identical across its N calls but for the plan index).

@@ -14,6 +14,9 @@ const std::string kLlmParams = R"JSON("mode": {"type": "string", "default": "aut
   "max_tokens": {"type": "integer", "doc": "completion budget in tokens (default: the endpoint's)"},
   "seed": {"type": "integer", "default": 0, "doc": "base of the per-call seeds (sent as the request's seed)"})JSON";
 
+const std::string kPromptTargetParam = R"JSON("target": {"type": "string", "default": "trn1", "enum": ["trn1", "trn2"], "doc": "the hardware the prompts describe: the partials of prompts/targets/<target>/ (backend.target; docs/prompts.md)"},
+  )JSON";
+
 constexpr const char* kInitParams = R"JSON({
   "results": {"type": "any", "required": true, "doc": "outputs of the baseline native:profile for_each (one per case)"},
   "mode": {"type": "string", "default": "auto", "enum": ["auto", "llm", "rules"], "doc": "auto, llm or rules; resolved once here (output `mode`)"},
@@ -28,14 +31,14 @@ const std::string kPlanParams = "{" R"JSON(
   "iteration": {"type": "integer", "default": 0, "doc": "loop iteration (for ids and seeds)"},
   "vocabulary": {"type": "boolean", "default": false, "doc": "LLM mode: the planner picks one move kind of the rule vocabulary (prompts move_planner_*; docs/search.md 'LLM moves'); an unknown kind gives the plan a move_error"},
   "vocabulary_moves": {"type": "integer", "default": 12, "doc": "applicable moves (accelopt.rules.propose) listed in the vocabulary planner's prompt"},
-  )JSON" + kLlmParams + "}";
+  )JSON" + kPromptTargetParam + kLlmParams + "}";
 
 const std::string kExecuteParams = "{" R"JSON(
   "plans": {"type": "any", "required": true, "doc": "plans (list, or plan's outputs)"},
   "samples_per_plan": {"type": "integer", "default": 2, "doc": "K: code samples per LLM plan (rule plans: 1)"},
   "edit_format": {"type": "string", "default": "source", "enum": ["source", "diff"], "doc": "what the LLM executor is asked for: the full kernel (executor_*) or a unified diff of it (executor_diff_*); either reply is accepted, a diff that does not apply falls back to a full-source block"},
   "iteration": {"type": "integer", "default": 0, "doc": "loop iteration (for ids and seeds)"},
-  )JSON" + kLlmParams + "}";
+  )JSON" + kPromptTargetParam + kLlmParams + "}";
 
 constexpr const char* kScoreParams = R"JSON({
   "results": {"type": "any", "required": true, "doc": "outputs of the candidates' native:profile for_each"},
@@ -46,7 +49,7 @@ const std::string kFixerParams = "{" R"JSON(
   "records": {"type": "any", "required": true, "doc": "scored records (list, or score's outputs)"},
   "rounds": {"type": "integer", "default": 0, "doc": "F: repair rounds per failed candidate; 0 = off (NKI default)"},
   "backend": {"type": "string", "default": "auto", "enum": ["auto", "emulator", "neuron"], "doc": "profiling backend for repaired kernels"},
-  "target": {"type": "string", "default": "trn1", "enum": ["trn1", "trn2"], "doc": "trn1 or trn2"},
+  "target": {"type": "string", "default": "trn1", "enum": ["trn1", "trn2"], "doc": "trn1 or trn2: the repaired kernels' profiling target and the prompts' (prompts/targets/<target>/)"},
   "timeout_s": {"type": "number", "default": 180, "doc": "profiling time limit per repaired kernel (s; worker pool)"},
   )JSON" + kLlmParams + "}";
 
@@ -63,7 +66,7 @@ const std::string kSummarizeParams = "{" R"JSON(
   "max_threshold": {"type": "number", "default": 1.04, "doc": "a positive rewrite needs speedup > max_threshold"},
   "min_threshold": {"type": "number", "default": 1.15, "doc": "a negative rewrite needs speedup < 1/min_threshold"},
   "iteration": {"type": "integer", "default": 0, "doc": "loop iteration (stored in the items)"},
-  )JSON" + kLlmParams + "}";
+  )JSON" + kPromptTargetParam + kLlmParams + "}";
 
 constexpr const char* kMemoryParams = R"JSON({
   "memory": {"type": "any", "doc": "the memory so far (null: start from `load` or empty)"},
@@ -79,6 +82,7 @@ constexpr const char* kRenderParams = R"JSON({
   "memory": {"type": "any", "doc": "memory object from native:memory (experiences shown to the planner)"},
   "prompts": {"type": "string", "required": true, "doc": "directory of the mustache prompt templates (prompts/)"},
   "plans_per_candidate": {"type": "integer", "default": 12, "doc": "N, shown as 'planner 1 of N'"},
+  "target": {"type": "string", "default": "trn1", "enum": ["trn1", "trn2"], "doc": "the hardware the prompts describe: the partials of prompts/targets/<target>/ (backend.target)"},
   "max_experiences": {"type": "integer", "default": 16, "doc": "newest experiences shown"},
   "plan": {"type": "string", "default": "", "doc": "plan text for the executor prompt (default: a placeholder)"},
   "other": {"type": "any", "doc": "a second kernel {kernel, correct, latency_ms, error}: the fixer's failed kernel, or the summarizer's pair"}
@@ -89,6 +93,20 @@ const std::string kRenderOutputs = R"JSON({
 })JSON";
 
 constexpr const char* kReportParams = R"JSON({
+const std::string kReflectParams = "{" R"JSON(
+  "plans": {"type": "any", "required": true, "doc": "native:agent_pick's outputs (or list): this round's attempt per problem, its parent as `candidate`"},
+  "records": {"type": "any", "default": [], "doc": "native:score's outputs for this round's candidates"},
+  "failures": {"type": "any", "default": [], "doc": "native:execute's outputs (candidates that never reached profiling)"},
+  "best": {"type": "any", "default": {}, "doc": "case_name -> best kernel before this round (the loop's carry.best): an attempt slower than it is reflected on"},
+  "iteration": {"type": "integer", "default": 0, "doc": "the round (loop.iteration), shown in the prompt"},
+  )JSON" + kPromptTargetParam + kLlmParams + "}";
+
+const std::string kReflectOutputs = R"JSON({
+  "reflections": {"type": "object", "doc": "case_name -> {lesson, source: model}: the model's lesson for a failed or slower attempt (feed native:agent_step)"},
+  "skipped": {"type": "object", "doc": "case_name -> why the template lesson is kept (no LLM, the call failed, no usable sentence)"},
+  "usage": {"type": "object", "doc": "LLM requests, failures, tokens and cost of this stage"}
+})JSON";
+
   "baselines": {"type": "any", "required": true, "doc": "optimize_init's baselines (case_name -> baseline)"},
   "best": {"type": "any", "required": true, "doc": "case_name -> best kernel (the loop's carry)"},
   "target": {"type": "string", "default": "trn1", "enum": ["trn1", "trn2"], "doc": "peak model target (trn1, trn2)"},
@@ -193,3 +211,5 @@ const AccelStageDescriptor kStages[] = {
 }  // namespace
 
 ACCELOPT_EXPORT_PLUGIN("optimize", "0.1.0", kStages)
+    ACCELOPT_STAGE_WITH_OUTPUTS("reflect", "Agent reflexion in LLM mode: after a failed or slower attempt the model writes the lesson (one or two sentences) for native:agent_step; none without an LLM or when the call fails.",
+                   kReflectParams.c_str(), kReflectOutputs.c_str(), RunReflect),

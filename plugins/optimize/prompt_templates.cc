@@ -1,5 +1,7 @@
 #include "prompt_templates.h"
 
+#include <map>
+
 #include <kainjow/mustache.hpp>
 
 #include "common.h"
@@ -45,14 +47,27 @@ data ToData(const json& value) {
 
 }  // namespace
 
-Prompts::Prompts(fs::path dir) : dir_(std::move(dir)) {
+Prompts::Prompts(fs::path dir, std::string target) : dir_(std::move(dir)), target_(target.empty() ? "trn1" : std::move(target)) {
   if (dir_.empty() || !fs::is_directory(dir_)) {
     throw StageFailure("config_error", "prompts directory not found: '" + dir_.string() + "' (parameter `prompts`)");
   }
+  const fs::path targets = dir_ / "targets";
+  if (fs::is_directory(targets)) {
+    target_dir_ = targets / target_;
+    if (!fs::is_directory(target_dir_)) {
+      throw StageFailure("config_error", "no prompts for target '" + target_ + "': " + target_dir_.string() +
+                                             " does not exist (parameter `target`, backend.target)");
+    }
+  }
+}
+
+fs::path Prompts::Resolve(const std::string& file) const {
+  if (!target_dir_.empty() && fs::exists(target_dir_ / file)) return target_dir_ / file;
+  return dir_ / file;
 }
 
 std::string Prompts::Render(const std::string& name, const json& values) const {
-  const fs::path file = dir_ / (name + ".mustache");
+  const fs::path file = Resolve(name + ".mustache");
   std::string text;
   try {
     text = ReadText(file);
@@ -63,11 +78,17 @@ std::string Prompts::Render(const std::string& name, const json& values) const {
   if (!tmpl.is_valid()) throw StageFailure("prompt_error", file.string() + ": " + tmpl.error_message());
   tmpl.set_custom_escape([](const std::string& s) { return s; });
   data root = ToData(values.is_object() ? values : json::object());
-  // Partials: every other template of the directory, rendered with the same data.
-  for (const auto& entry : fs::directory_iterator(dir_)) {
-    if (entry.path().extension() != ".mustache" || entry.path() == file) continue;
-    const std::string partial_name = entry.path().stem().string();
-    const fs::path partial_file = entry.path();
+  // Partials: every other template of the directory, rendered with the same data; the
+  // target's folder adds its own and replaces those of the same name.
+  std::map<std::string, fs::path> partials;
+  for (const fs::path& folder : {dir_, target_dir_}) {
+    if (folder.empty()) continue;
+    for (const auto& entry : fs::directory_iterator(folder)) {
+      if (entry.path().extension() == ".mustache") partials[entry.path().stem().string()] = entry.path();
+    }
+  }
+  for (const auto& [partial_name, partial_file] : partials) {
+    if (partial_file == file) continue;
     root.set(partial_name, kainjow::mustache::partial{[partial_file]() { return ReadText(partial_file); }});
   }
   std::string out = tmpl.render(root);
@@ -76,7 +97,7 @@ std::string Prompts::Render(const std::string& name, const json& values) const {
 }
 
 json Prompts::Data(const std::string& name) const {
-  const fs::path file = dir_ / name;
+  const fs::path file = Resolve(name);
   json value = json::parse(ReadText(file), nullptr, false);
   if (value.is_discarded()) throw StageFailure("prompt_error", file.string() + ": not valid JSON");
   return value;

@@ -30,7 +30,7 @@ json RunRenderPrompts(StageContext& ctx) {
   const json memory = with.value("memory", json());
   const json other = with.value("other", json());
   const std::string plan_text = with.value("plan", "").empty() ? kPlaceholderPlan : with.value("plan", "");
-  Prompts prompts(with.value("prompts", ""));
+  Prompts prompts(with.value("prompts", ""), with.value("target", ""));
   const std::string parent_source = ReadText(member.value("kernel", ""));
   const std::string other_source = other.is_object() && other.contains("kernel") ? ReadText(other["kernel"].get<std::string>()) : "";
   json rendered = json::array();

@@ -174,7 +174,7 @@ json RunFixer(StageContext& ctx) {
     ctx.Info("fixer: no LLM, records passed through");
     return {{"records", records}, {"fixed", 0}, {"attempted", 0}};
   }
-  Prompts prompts(with.value("prompts", ""));
+  Prompts prompts(with.value("prompts", ""), with.value("target", ""));
   const std::string system = prompts.Render("fixer_system", json::object());
   LlmCaller caller(ctx, endpoint, with);
   const fs::path dir = ctx.StageDir();

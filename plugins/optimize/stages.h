@@ -24,6 +24,8 @@ json RunSummarize(StageContext& ctx);
 json RunMemory(StageContext& ctx);
 /// native:render_prompts - dry run: every LLM stage's prompts for one kernel, no model called.
 json RunRenderPrompts(StageContext& ctx);
+/// native:reflect - the agent loop's lessons written by the model after a failed or slower attempt.
+json RunReflect(StageContext& ctx);
 /// native:optimize_report - per-problem final report (latency, speedup, % of peak, lineage, LLM cost).
 json RunReport(StageContext& ctx);
 
@@ -32,5 +34,10 @@ json RunReport(StageContext& ctx);
 /// Experience items of `memory` visible to a candidate of `case_name` (scope
 /// "problem": same case only; "shared": all), oldest first, at most `limit` (newest kept).
 json VisibleExperiences(const json& memory, const std::string& case_name, int limit);
+
+/// The lesson in a reflect reply: the prose outside code blocks, without a leading
+/// "Lesson:" label, markdown emphasis or extra whitespace, cut after two sentences and at
+/// 400 characters; "" when fewer than 8 letters remain (the template lesson is kept).
+std::string ReflectionLesson(const std::string& reply);
 
 }  // namespace accelopt_optimize

@@ -80,7 +80,7 @@ json RunSummarize(StageContext& ctx) {
   std::optional<Prompts> prompts;
   std::string system;
   if (llm) {
-    prompts.emplace(with.value("prompts", ""));
+    prompts.emplace(with.value("prompts", ""), with.value("target", ""));
     system = prompts->Render("summarizer_system", json::object());
   }
   LlmCaller caller(ctx, endpoint, with);

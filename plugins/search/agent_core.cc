@@ -73,6 +73,16 @@ json Lesson(int64_t round, const std::string& text, const std::string& category,
   return {{"round", round}, {"lesson", text}, {"category", category}, {"plan_summary", plan.substr(0, 100)}};
 }
 
+bool AvoidedOnNode(const json& lessons, const std::string& node, const std::string& move) {
+  if (move.empty() || !lessons.is_array()) return false;
+  for (const auto& l : lessons) {
+    if (!l.is_object()) continue;
+    const std::string category = l.value("category", "");
+    if ((category == "regression" || category == "error") && l.value("node", "") == node && l.value("move", "") == move) return true;
+  }
+  return false;
+}
+
 std::string RenderReflexion(const json& lessons, int window) {
   if (!lessons.is_array() || lessons.empty() || window <= 0) return "";
   const size_t start = lessons.size() > static_cast<size_t>(window) ? lessons.size() - window : 0;

@@ -38,6 +38,12 @@ Outcome Judge(bool ok, double latency, double best_before, double threshold, con
 /// A lesson record: {round, lesson, category, plan_summary (first 100 characters of the plan)}.
 json Lesson(int64_t round, const std::string& text, const std::string& category, const std::string& plan);
 
+/// True when a lesson says to avoid `move` on `node`: a regression or error lesson whose
+/// `node` (the id of the kernel the attempt started from) is `node` and whose `move` (the
+/// rule kind of the attempt, "" for an LLM plan) is `move`. Empty `move`: false. The
+/// rules-mode pick skips such a move on that node (docs/search.md, "Reflexion").
+bool AvoidedOnNode(const json& lessons, const std::string& node, const std::string& move);
+
 /// The reflexion block over the last `window` lessons: a header, one line per lesson with a
 /// category marker, then "Avoid" (plan summaries of regression and error lessons) and
 /// "Build on" (of improved lessons), at most 3 each. Empty when there is no lesson.

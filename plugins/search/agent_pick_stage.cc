@@ -2,7 +2,9 @@
 // proposed plan (native:plan's order: the rule proposer ranks by the
 // profile's bottleneck, i.e. by prior) not yet tried on the current kernel.
 // Its text gets the executor's context: the last failure's error feedback,
-// then the reflexion block over the last `window` lessons.
+// then the reflexion block over the last `window` lessons. A rule move whose
+// lesson on the current kernel says to avoid it (a regression or an error of
+// the same rule kind from this kernel) is skipped.
 #include <set>
 
 #include "agent_stages.h"
@@ -29,12 +31,22 @@ json RunAgentPick(StageContext& ctx) {
     std::set<std::string> tried;
     for (const auto& t : c["tried"]) tried.insert(t.get<std::string>());
     const json* choice = nullptr;
+    int avoided = 0;
     for (const auto& plan : plans) {
       if (plan.value("candidate", json::object()).value("case_name", "") != case_name) continue;
-      if (plan.value("origin", "") == "rules" && tried.count(current + "|" + PlanKey(plan))) continue;
+      if (plan.value("origin", "") == "rules") {
+        if (tried.count(current + "|" + PlanKey(plan))) continue;
+        // Rules mode follows the lessons: a move kind that regressed or failed on this
+        // kernel is not tried on it again, at another site or with other parameters.
+        if (AvoidedOnNode(c["lessons"], current, plan.value("rule", ""))) {
+          ++avoided;
+          continue;
+        }
+      }
       choice = &plan;
       break;
     }
+    if (avoided > 0) ctx.Info(case_name + ": " + std::to_string(avoided) + " proposal(s) skipped: a lesson says to avoid their move on this kernel");
     if (!choice) {
       c["done"] = true;
       c["done_reason"] = "no untried move for the current kernel";
@@ -46,7 +58,9 @@ json RunAgentPick(StageContext& ctx) {
     const std::string context = ErrorFeedback(c.value("experiments", json::array())) + RenderReflexion(c["lessons"], window);
     if (!context.empty()) plan["text"] = plan.value("text", "") + "\n\n" + context;
     plan["plan_id"] = "a" + plan.value("plan_id", std::string("p"));
-    c["picked"] = {{"key", current + "|" + PlanKey(*choice)}, {"summary", choice->value("text", "").substr(0, 100)}};
+    plan["attempt_text"] = choice->value("text", "");  // the plan without the context (native:reflect's prompt)
+    c["picked"] = {{"key", current + "|" + PlanKey(*choice)}, {"summary", choice->value("text", "").substr(0, 100)},
+                   {"node", current}, {"move", choice->value("origin", "") == "rules" ? choice->value("rule", "") : ""}};
     picked.push_back(plan);
   }
   if (all_done) state["done"] = true;

@@ -3,7 +3,8 @@
 // round (so the speedup a summary or lesson reports is never the 1.00x of a
 // best already replaced), the divergence guard reverts to the best when a
 // correct candidate is more than divergence_threshold percent slower, the
-// attempt goes to experiments.jsonl and its lesson to lessons.json, and a
+// attempt goes to experiments.jsonl and its lesson (the model's from
+// native:reflect when there is one, else the template's) to lessons.json, and a
 // problem stops after no_improve_limit rounds without improvement or at its
 // budget of evaluations.
 #include <algorithm>
@@ -56,6 +57,8 @@ json RunAgentStep(StageContext& ctx) {
   const int limit = ctx.Param<int>("no_improve_limit");
   const int budget = ctx.Param<int>("budget");
   const int64_t round = with.value("iteration", int64_t{0});
+  const json reflections_in = with.value("reflections", json::object());
+  const json reflections = reflections_in.is_object() ? reflections_in : json::object();  // null: native:reflect did not run
   std::map<std::string, json> by_case;
   for (const auto& f : failures) by_case[f.value("case_name", "")] = f;
   for (const auto& r : records) by_case[r.value("case_name", "")] = r;  // a profiled record wins
@@ -97,7 +100,19 @@ json RunAgentStep(StageContext& ctx) {
       c["tried"].push_back(c["picked"]["key"]);
       if (profiled) c["evaluations"] = c.value("evaluations", 0) + 1;
       c["rounds"] = c.value("rounds", 0) + 1;
-      if (!outcome.category.empty()) c["lessons"].push_back(Lesson(round, outcome.lesson, outcome.category, plan));
+      if (!outcome.category.empty()) {
+        // The model's lesson (native:reflect) replaces the template for a failed or slower
+        // attempt; `source` says which one wrote it.
+        const json reflection = reflections.value(case_name, json());
+        const bool by_model = outcome.category != "improved" && reflection.is_object() && reflection.contains("lesson") &&
+                              reflection["lesson"].is_string() && !reflection["lesson"].get<std::string>().empty();
+        if (by_model) outcome.lesson = reflection["lesson"].get<std::string>();
+        json lesson = Lesson(round, outcome.lesson, outcome.category, plan);
+        lesson["source"] = by_model ? "model" : "template";
+        lesson["node"] = c["picked"].value("node", "");
+        lesson["move"] = c["picked"].value("move", "");
+        c["lessons"].push_back(lesson);
+      }
       if (outcome.keep) {
         json member = AsMember(record);
         member["speedup_vs_best"] = best_before / latency;  // computed before the best moves

@@ -101,7 +101,8 @@ const std::string kAgentStepParams = R"JSON({
   "iteration": {"type": "integer", "default": 0, "doc": "the round (loop.iteration)"},
   "divergence_threshold": {"type": "number", "default": 50.0, "doc": "revert to the best when a correct candidate is slower than it by more than this percent (strictly)"},
   "no_improve_limit": {"type": "integer", "default": 5, "doc": "stop a problem after this many no_improvement rounds in a row"},
-  "budget": {"type": "integer", "default": 40, "minimum": 0, "doc": "candidate evaluations per problem"}
+  "budget": {"type": "integer", "default": 40, "minimum": 0, "doc": "candidate evaluations per problem"},
+  "reflections": {"type": "any", "default": {}, "doc": "native:reflect's `reflections` (case_name -> {lesson}): the model's lesson replaces the template's for a failed or slower attempt (null or {} = template lessons)"}
 })JSON";
 const std::string kAgentOutputs = R"JSON({
   "state": {"type": "object", "doc": "the agent state"},

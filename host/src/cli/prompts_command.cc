@@ -146,7 +146,8 @@ int PromptsRenderCommand(const PromptsRenderOptions& options) {
     }
     json init = RunNative(registry, "optimize_init", {{"results", json::array({baseline})}, {"mode", "rules"}}, vars, scratch.path(),
                           /*quiet=*/true);
-    json render_with = {{"candidate", init.at("beam").at(0)}, {"prompts", prompts}};
+    json render_with = {{"candidate", init.at("beam").at(0)}, {"prompts", prompts},
+                        {"target", pipeline.backend.value("target", "trn1")}};  // prompts/targets/<target>/
     if (vars.contains("plans") && vars["plans"].is_number_integer()) render_with["plans_per_candidate"] = vars["plans"];
     if (vars.contains("memory_capacity") && vars["memory_capacity"].is_number_integer()) render_with["max_experiences"] = vars["memory_capacity"];
     if (!options.memory.empty()) {

@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
+#include <map>
 #include <fstream>
 #include <sstream>
 
@@ -37,7 +38,7 @@ std::vector<std::string> Lines(const std::string& text) {
 void CheckSnapshot(const std::string& name, const std::string& actual) {
   const auto file = kSnapshotDir / name;
   if (const char* update = std::getenv("ACCELOPT_UPDATE_SNAPSHOTS"); update && std::string(update) == "1") {
-    std::filesystem::create_directories(kSnapshotDir);
+    std::filesystem::create_directories(file.parent_path());
     std::ofstream(file, std::ios::binary | std::ios::trunc) << actual;
     WARN("snapshot written: " << file.string());
     return;
@@ -240,4 +241,55 @@ TEST_CASE("rendered prompts state the facts of the issue-18 review", "[optimize]
   }
   CHECK_THAT(user["planner"], !Catch::Contains("fraction"));
   CHECK_THAT(system["planner"], !Catch::Contains("fraction 0-1"));
+}
+
+// Prompts per target (docs/prompts.md, "Prompts per target"): backend.target picks the
+// partials of prompts/targets/<target>/; the stages and the dry run render the same text.
+TEST_CASE("prompt snapshots per target: trn2 prompts teach the SDK 2.28 nki forms and NeuronCore-v3 facts, trn1 the legacy API",
+          "[optimize][snapshot]") {
+  TempDir dir;
+  const std::string prompts = SourcePath("prompts").string();
+  json member = Member();
+  member["metrics"]["target"] = "trn2";
+  std::map<std::string, std::map<std::string, std::string>> system, user;  // target -> stage -> text
+  for (const char* target : {"trn1", "trn2"}) {
+    json out = RunStage("render_prompts", {{"candidate", member}, {"memory", Memory()}, {"prompts", prompts}, {"plan", kPlanText},
+                                           {"plans_per_candidate", 2}, {"target", target}},
+                        dir.path());
+    for (const auto& p : out["prompts"]) {
+      system[target][p["stage"]] = p["system"];
+      user[target][p["stage"]] = p["user"];
+    }
+  }
+  for (const char* stage : {"planner", "executor", "fixer"}) {
+    CheckSnapshot(std::string("trn2/") + stage + "_system.md", system["trn2"][stage]);
+    CHECK_THAT(system["trn2"][stage], Catch::Contains("NeuronCore-v3, SDK 2.28 `nki` API"));
+    CHECK_THAT(system["trn2"][stage], !Catch::Contains("NeuronCore-v2"));
+    CHECK_THAT(system["trn1"][stage], Catch::Contains("NeuronCore-v2, legacy `neuronxcc.nki` API"));
+    for (const char* beta2 : {"dst=", "dma_copy", "NeuronCore-v3", "import nki\n"}) CHECK_THAT(system["trn1"][stage], !Catch::Contains(beta2));
+    // The user messages carry the kernel and the problem, not the hardware: the same on both.
+    CHECK(user["trn1"][stage] == user["trn2"][stage]);
+  }
+  CheckSnapshot("trn2/executor_user.md", user["trn2"]["executor"]);
+  // The NeuronCore-v3 figures docs/nki-facts.md §3.1 states.
+  for (const char* fact : {"128 partitions x 224 KiB", "about 208 KiB per\n  partition", "Tensor Engine (2.4 GHz)",
+                           "Vector (0.96 GHz), Scalar (1.2 GHz) and GpSimd (1.2 GHz)", "about 23 bytes/ns",
+                           "about 362 GB/s", "79 TFLOP/s bf16, 20 TFLOP/s fp32", "up to 90 % of the DMA rate",
+                           "8 banks\n  of 2 KiB"}) {
+    CHECK_THAT(system["trn2"]["planner"], Catch::Contains(fact));
+  }
+  CHECK_THAT(system["trn2"]["executor"], Catch::Contains("must compile with the SDK 2.28 `nki` API (`import nki`, `dst=` instructions)"));
+  CHECK_THAT(system["trn1"]["executor"], Catch::Contains("must compile with the legacy `neuronxcc.nki` API, compute"));
+
+  // The stages send what the dry run renders for their target.
+  ScopedLlm llm([](const json&) { return Reply("PLAN: nothing\n(no kernel in this reply)"); });
+  RunStage("plan", {{"beam", json::array({member})}, {"memory", Memory()}, {"plans_per_candidate", 2}, {"mode", "llm"},
+                    {"prompts", prompts}, {"max_concurrency", 1}, {"target", "trn2"}},
+           dir.path());
+  CHECK(System(RequestWith(llm.Requests(), "planner 1 of 2")) == system["trn2"]["planner"]);
+  json plan = {{"plan_id", "b0p0"}, {"title", "Fuse the sigmoid into one activation"}, {"text", kPlanText}, {"origin", "llm"},
+               {"candidate", member}};
+  RunStage("execute", {{"plans", json::array({plan})}, {"samples_per_plan", 1}, {"mode", "llm"}, {"prompts", prompts}, {"target", "trn2"}},
+           dir.path());
+  CHECK(System(RequestWith(llm.Requests(), "Plan to implement")) == system["trn2"]["executor"]);
 }

@@ -84,3 +84,17 @@ TEST_CASE("error feedback only after a compile or correctness failure, cut at 50
   CHECK(ErrorFeedback(experiments).empty());
   CHECK(ErrorFeedback(json::array()).empty());
 }
+
+TEST_CASE("avoided moves: a regression or error lesson of the same rule kind on the same kernel", "[search][agent][reflect]") {
+  json lessons = json::array({{{"category", "regression"}, {"node", "k1"}, {"move", "retile"}},
+                              {{"category", "error"}, {"node", "k2"}, {"move", "fuse_silu"}},
+                              {{"category", "no_improvement"}, {"node", "k1"}, {"move", "hoist_load"}},
+                              {{"category", "improved"}, {"node", "k1"}, {"move", "fuse_silu"}}});
+  CHECK(AvoidedOnNode(lessons, "k1", "retile"));
+  CHECK_FALSE(AvoidedOnNode(lessons, "k2", "retile"));     // another kernel
+  CHECK(AvoidedOnNode(lessons, "k2", "fuse_silu"));
+  CHECK_FALSE(AvoidedOnNode(lessons, "k1", "fuse_silu"));  // improved there
+  CHECK_FALSE(AvoidedOnNode(lessons, "k1", "hoist_load"));  // no improvement is not a reason to avoid
+  CHECK_FALSE(AvoidedOnNode(lessons, "k1", ""));            // an LLM plan has no move kind
+  CHECK_FALSE(AvoidedOnNode(json::array({{{"category", "regression"}, {"move", "retile"}}}), "k1", "retile"));  // lessons of older runs
+}

@@ -1,4 +1,4 @@
-"""The examples the prompts give (prompts/nki_facts.mustache, executor_system.mustache)
+"""The examples the trn1 prompts give (prompts/targets/trn1/nki_facts.mustache, api_guide.mustache)
 behave in the emulator as the prompts say: every "refused" form fails with the
 validator's error code, every suggested fix runs. docs/prompts.md lists the facts;
 the two it marks "not checked" are pinned here as accepted, so that a new emulator
