@@ -10,6 +10,7 @@
 #include <pybind11/embed.h>
 #include <spdlog/spdlog.h>
 
+#include "python/gil.h"
 #include "python/interpreter.h"
 
 namespace py = pybind11;
@@ -22,12 +23,12 @@ class PythonTestInvoker : public Catch::ITestInvoker {
   PythonTestInvoker(std::string file, std::string function) : file_(std::move(file)), function_(std::move(function)) {}
   void invoke() const override {
     try {
-      py::gil_scoped_acquire gil;
+      accelopt::python::Gil gil;
       py::module_::import("runner").attr("run_one")(file_, function_);
     } catch (py::error_already_set& error) {
       std::string text;
       {
-        py::gil_scoped_acquire gil;
+        accelopt::python::Gil gil;
         py::list lines = py::module_::import("traceback").attr("format_exception")(error.type(), error.value(), error.trace());
         for (auto line : lines) text += py::str(line).cast<std::string>();
       }
@@ -43,7 +44,7 @@ class PythonTestInvoker : public Catch::ITestInvoker {
 std::deque<std::string> g_names;  // Catch2 keeps StringRefs: names must outlive the session
 
 void RegisterPythonTests() {
-  py::gil_scoped_acquire gil;
+  accelopt::python::Gil gil;
   py::list tests = py::module_::import("runner").attr("discover")();
   for (auto entry : tests) {
     auto pair = entry.cast<std::pair<std::string, std::string>>();

@@ -6,6 +6,8 @@
 // (docs/search.md, "LLM moves"). Every candidate records its unified diff
 // against the parent. Each file gets a JSON sidecar with its lineage.
 #include <filesystem>
+#include <fstream>
+#include <map>
 
 #include "prompt_data.h"
 #include "stages.h"
@@ -67,6 +69,23 @@ json Failed(json candidate, const std::string& kind, const std::string& message)
   return candidate;
 }
 
+// The kernels already evaluated in this run, per case: NormalizeSource hash -> "candidate ID
+// (round N, status)", from <run>/optimize/records.jsonl (every scored candidate of the three
+// pipelines). A reply that repeats one of them gets a re-ask naming it (docs/llm.md, "Re-asks").
+std::map<std::string, std::map<std::string, std::string>> EvaluatedKernels(const fs::path& run_dir) {
+  std::map<std::string, std::map<std::string, std::string>> out;
+  std::ifstream in(run_dir / "optimize" / "records.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    const json record = json::parse(line, nullptr, false);
+    if (!record.is_object() || !record.contains("source_hash") || !record["source_hash"].is_string()) continue;
+    std::string label = "candidate " + record.value("id", std::string("?"));
+    if (record.contains("iteration") && record["iteration"].is_number_integer())
+      label += " (round " + std::to_string(record["iteration"].get<int64_t>()) + ", " + record.value("status", std::string("?")) + ")";
+    out[record.value("case_name", std::string())].emplace(record["source_hash"].get<std::string>(), label);
+  }
+  return out;
+}
+
 }  // namespace
 
 json RunExecute(StageContext& ctx) {
@@ -115,6 +134,7 @@ json RunExecute(StageContext& ctx) {
         // One re-ask at most (docs/llm.md, "Re-asks"): a reply without code quotes the
         // parse error back, a reply that gives back the parent kernel names the repeat and
         // asks for a different idea; a second miss fails the candidate.
+  const auto evaluated = any_llm ? EvaluatedKernels(ctx.RunDir()) : std::map<std::string, std::map<std::string, std::string>>();
         const std::string user = prompts->Render(diff_format ? "executor_diff_user" : "executor_user", ExecutorData(plan, parent_source));
         const int64_t call_seed = seed * 1000003 + iteration * 10007 + static_cast<int64_t>(job.plan) * 31 + job.sample + 7;
         std::string note;
@@ -146,9 +166,18 @@ json RunExecute(StageContext& ctx) {
             return;
           }
           source = edit.value("source", "");
-          if (attempt == 0 && NormalizeSource(source) == NormalizeSource(parent_source)) {
-            note = "Your previous reply is a repeat: it gives back the current kernel unchanged (comments and whitespace aside), "
-                   "which has already been evaluated. Propose a different idea and write that kernel.";
+          // A repeat: the parent itself, or any kernel of this case already evaluated in the run.
+          const std::string normalized = NormalizeSource(source);
+          std::string repeat_of;
+          const bool is_parent = normalized == NormalizeSource(parent_source);
+          if (is_parent) {
+            repeat_of = "the current kernel unchanged";
+          } else if (auto in_case = evaluated.find(case_name); in_case != evaluated.end()) {
+            if (auto hit = in_case->second.find(HashHex(normalized)); hit != in_case->second.end()) repeat_of = hit->second;
+          }
+          if (!repeat_of.empty() && attempt == 0) {
+            note = "Your previous reply is a repeat: it gives back " + repeat_of +
+                   " (comments and whitespace aside), which has already been evaluated. Propose a different idea and write that kernel.";
             candidate["reasks"] = candidate.value("reasks", 0) + 1;
             continue;
           }
@@ -166,6 +195,21 @@ json RunExecute(StageContext& ctx) {
                          {"description", plan.value("text", "")}, {"params", plan.value("params", json::object())}};
         json reply = ctx.PythonCall("accelopt.rules", "apply", {{"source", parent_source}, {"plan", plan_arg}});
         if (reply.contains("error") && !reply["error"].is_null()) {
+          if (!repeat_of.empty()) {
+            // Converged: the answer to the re-ask repeats an evaluated kernel again. The parent
+            // case fails as "unchanged" below; any other evaluated kernel fails as "repeat".
+            candidate["converged"] = true;
+            candidate["repeat_of"] = repeat_of;
+            if (!is_parent) {
+              // The kernel is kept (native:mcgs_transpose makes the move an edge to the known state).
+              const fs::path file = kernels / (SafeName(id) + ".py");
+              WriteText(file, source);
+              candidate["kernel"] = file.string();
+              candidate["source_hash"] = HashHex(normalized);
+              results[j] = Failed(candidate, "repeat", "the reply repeats " + repeat_of + ", after a re-ask naming the repeat");
+              return;
+            }
+          }
           const json& e = reply["error"];
           std::string message = e.is_object() ? e.value("kind", "") + ": " + e.value("message", "") : e.dump();
           results[j] = Failed(candidate, "rule_error", message);

@@ -1,5 +1,9 @@
 // native:optimize_init and native:plan.
+#include <atomic>
+#include <cctype>
 #include <filesystem>
+#include <map>
+#include <set>
 
 #include "prompt_data.h"
 #include "stages.h"
@@ -74,6 +78,23 @@ json LlmMove(StageContext& ctx, const std::string& reply, const json& vocab) {
     if (matched.contains("predicted_gain") && !matched["predicted_gain"].is_null()) move["predicted_gain"] = matched["predicted_gain"];
   }
   return move;
+}
+
+// The identity of an LLM plan, for the planner's convergence check and duplicate plans of one
+// kernel: a move of the vocabulary is its kind, matched applicable move and parameters, plus the
+// title for the open move; a free-text plan is its title. Titles compare without whitespace and
+// case. "" (never a duplicate) for a refused move or an untitled plan.
+std::string MoveKey(const json& plan) {
+  if (plan.contains("move_error")) return "";
+  std::string title;
+  for (char ch : plan.value("title", "")) {
+    if (!std::isspace(static_cast<unsigned char>(ch))) title += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  }
+  const std::string kind = plan.contains("kind") && plan["kind"].is_string() ? plan["kind"].get<std::string>() : "";
+  if (kind.empty()) return title.empty() ? "" : "plan|" + title;
+  std::string key = kind + "|" + plan.value("matched", "") + "|" + plan.value("params", json::object()).dump();
+  if (kind == "open") key += "|" + title;
+  return key;
 }
 
 }  // namespace
@@ -199,7 +220,7 @@ json RunPlan(StageContext& ctx) {
     }
   }
 
-  ParallelFor(jobs.size(), with.value("max_concurrency", 8), [&](size_t j) {
+  auto run_job = [&](size_t j) {
     const Job job = jobs[j];
     const json& member = beam[job.member];
     const std::string case_name = member.value("case_name", "");
@@ -215,7 +236,7 @@ json RunPlan(StageContext& ctx) {
         }
         const int64_t call_seed = seed * 1000003 + iteration * 10007 + static_cast<int64_t>(job.member) * 101 + job.index;
         json response = caller.Chat(case_name, systems[job.member], user, call_seed);
-        const std::string text = response.value("content", "");
+        std::string text = response.value("content", "");
         WriteText(dir / "replies" / (SafeName(member.value("id", "c")) + "-" + plan_id + ".md"), text);
         if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
           throw StageFailure("empty_reply", "the planner returned an empty reply (finish_reason " +
@@ -223,8 +244,22 @@ json RunPlan(StageContext& ctx) {
         }
         json plan = {{"plan_id", plan_id}, {"index", job.index}, {"title", PlanTitle(text)}, {"text", text},
                      {"origin", "llm"}, {"seed", call_seed}, {"candidate", member}};
-        if (vocabulary) plan.update(LlmMove(ctx, text, vocab[job.member]));
+        if (vocabulary) plan.update(move);
+        if (reasks) plan["reasks"] = reasks;
         plans[j].push_back(std::move(plan));
+        json move = vocabulary ? LlmMove(ctx, text, vocab[job.member]) : json::object();
+        int reasks = 0;
+        if (vocabulary && move.contains("move_error")) {
+          // One re-ask quoting what was wrong (docs/llm.md, "Re-asks"); a second miss is refused.
+          const std::string note = "Your previous reply could not be used: " + move["move_error"].value("message", std::string()) +
+                                   ". Answer again in the answer format of the system prompt, starting with a `MOVE:` line "
+                                   "that names one kind of the vocabulary exactly as written there (or open).";
+          response = caller.Chat(case_name, systems[job.member], user + "\n\n" + note, call_seed + 1);
+          text = response.value("content", "");
+          WriteText(dir / "replies" / (SafeName(member.value("id", "c")) + "-" + plan_id + ".reask.md"), text);
+          move = LlmMove(ctx, text, vocab[job.member]);
+          reasks = 1;
+        }
       } else {
         json request = {{"source", data[job.member]["kernel_code"]},
                         {"metrics", member.value("metrics", json::object())},
@@ -265,12 +300,50 @@ json RunPlan(StageContext& ctx) {
       errors[j] = {{"candidate", member.value("id", "")}, {"case_name", case_name}, {"plan_id", plan_id}, {"error", err}};
       ctx.Warn(member.value("id", "") + " " + plan_id + ": " + err["kind"].get<std::string>() + ": " + err["message"].get<std::string>());
     }
-  });
+  };
+
+  const int concurrency = with.value("max_concurrency", 8);
+  std::set<size_t> converged;  // members whose planner gave the same plan twice
+  if (llm && n > 2) {
+    // Two waves (docs/llm.md, "Re-asks"): the first two planner calls of each kernel, then
+    // the others only for a kernel whose two first replies differ. A planner that gives the
+    // same plan (or move) twice has converged; asking it N-2 more times would repeat it.
+    std::vector<size_t> first, rest;
+    for (size_t j = 0; j < jobs.size(); ++j) (jobs[j].index < 2 ? first : rest).push_back(j);
+    ParallelFor(first.size(), concurrency, [&](size_t i) { run_job(first[i]); });
+    std::map<size_t, std::vector<std::string>> keys;  // member -> keys of its first replies
+    for (size_t j : first) {
+      keys[jobs[j].member].push_back(plans[j].empty() ? std::string() : MoveKey(plans[j][0]));
+    }
+    for (const auto& [m, k] : keys) {
+      if (k.size() == 2 && !k[0].empty() && k[0] == k[1]) converged.insert(m);
+    }
+    std::vector<size_t> asked;
+    for (size_t j : rest) {
+      if (!converged.count(jobs[j].member)) asked.push_back(j);
+    }
+    for (size_t m : converged) {
+      ctx.Info(beam[m].value("id", "") + ": the planner gave the same plan twice (converged); " + std::to_string(n - 2) +
+               " further planner call(s) not made");
+    }
+    ParallelFor(asked.size(), concurrency, [&](size_t i) { run_job(asked[i]); });
+  } else {
+    ParallelFor(jobs.size(), concurrency, run_job);
+  }
 
   json out_plans = json::array();
   json out_errors = json::array();
   for (size_t j = 0; j < jobs.size(); ++j) {
-    for (auto& plan : plans[j]) out_plans.push_back(std::move(plan));
+    for (auto& plan : plans[j]) {
+      if (vocabulary || converged.count(jobs[j].member)) {
+        const std::string key = MoveKey(plan);
+        if (!key.empty() && !seen.insert({jobs[j].member, key}).second) {
+          ++duplicates;
+          continue;
+        }
+      }
+      out_plans.push_back(std::move(plan));
+    }
     if (!errors[j].is_null()) out_errors.push_back(errors[j]);
   }
   caller.Save(ctx, "plan");
@@ -281,8 +354,12 @@ json RunPlan(StageContext& ctx) {
   }
   WriteJson(dir / "planner_results.json", summary);
   ctx.Info(std::to_string(out_plans.size()) + " plans for " + std::to_string(beam.size()) + " candidate(s)" +
+  // One plan per distinct move (vocabulary mode: a node's edges), and one plan for a converged planner.
+  std::set<std::pair<size_t, std::string>> seen;  // (member, MoveKey)
+  int duplicates = 0;
            (out_errors.empty() ? "" : ", " + std::to_string(out_errors.size()) + " failed"));
   return {{"plans", out_plans}, {"errors", out_errors}, {"mode", llm ? "llm" : "rules"}, {"usage", caller.UsageJson()}};
 }
 
+  if (duplicates) ctx.Info(std::to_string(duplicates) + " duplicate plan(s) dropped (the same plan proposed again for the same kernel)");
 }  // namespace accelopt_optimize

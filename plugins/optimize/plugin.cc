@@ -153,7 +153,8 @@ const std::string kSelectOutputs = R"JSON({
   "best": {"type": "object", "doc": "case_name -> best kernel so far"},
   "improved": {"type": "any", "doc": "cases whose best improved this iteration"},
   "dropped": {"type": "any", "doc": "candidates dropped as duplicates or as screened only (not confirmed)"},
-  "confirm_below_ms": {"type": "object", "doc": "case_name -> latency (ms) a screened candidate must beat to enter the next beam: its slowest member's, for a full beam (absent: any candidate could enter); native:profile's confirm_below_ms"}
+  "confirm_below_ms": {"type": "object", "doc": "case_name -> latency (ms) a screened candidate must beat to enter the next beam: its slowest member's, for a full beam (absent: any candidate could enter); native:profile's confirm_below_ms"},
+  "finished": {"type": "array", "doc": "cases whose every reply of this iteration repeated an evaluated kernel after a re-ask naming it (the model converged): they left the beam (docs/llm.md, 'Re-asks')"}
 })JSON";
 
 const std::string kSummarizeOutputs = R"JSON({

@@ -195,9 +195,23 @@ json RunReport(StageContext& ctx) {
      << (total_usage.prompt_tokens + total_usage.completion_tokens) << " tokens, " << Fixed(total_usage.cost_usd, 4) << " USD.\n";
   json report = {{"rows", rows}, {"geomean_speedup", geomean}, {"improved", improved}, {"problems", rows.size()},
                  {"llm", total_usage.ToJson()}, {"target", target}, {"mode", with.value("mode", "")}};
+  // A run in LLM mode that asked the model and got no candidate at all did not optimize
+  // anything: the report says why and the stage fails, so the run exits 1 (docs/llm.md, "Re-asks").
+  int produced = 0;
+  for (const auto& [case_name, c] : counts) produced += c.value("candidates", 0);
+  std::string nothing;
+  if (with.value("mode", "") == "llm" && n_ok > 0 && produced == 0 && total_usage.requests + total_usage.failed > 0) {
+    nothing = "no candidate was produced: the run made " + std::to_string(total_usage.requests + total_usage.failed) +
+              " LLM request(s) (" + std::to_string(total_usage.failed) +
+              " failed) and none of them gave a kernel to evaluate (replies refused, failed or cut off by a stage timeout: see the "
+              "stages' warnings and errors and llm/transcript.jsonl)";
+    md << "\n**The run failed:** " << nothing << ".\n";
+    report["failure"] = {{"kind", "no_candidates"}, {"message", nothing}};
+  }
   WriteJson(out_dir / "optimize_report.json", report);
   WriteText(out_dir / "optimize_report.md", md.str());
   ctx.Info("\n" + md.str());
+  if (!nothing.empty()) throw StageFailure("no_candidates", nothing);
   report["markdown"] = (out_dir / "optimize_report.md").string();
   report["json"] = (out_dir / "optimize_report.json").string();
   return report;

@@ -4,8 +4,11 @@
 // source) keep their fastest entry; the best so far always stays (elitism).
 // A candidate checked on the screen's seeds only (validation "screened") never
 // enters: the output confirm_below_ms tells native:profile which screened
-// candidates could, so that those are confirmed first (docs/search.md).
+// candidates could, so that those are confirmed first (docs/search.md). A case
+// whose every reply of the iteration converged (a repeat after the re-ask naming
+// it) leaves the beam: output `finished` lists those cases.
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "stages.h"
@@ -51,6 +54,31 @@ json RunSelect(StageContext& ctx) {
   };
   for (const auto& [case_name, candidate] : best.items()) add(candidate);
   for (const auto& member : beam) add(member);
+  // A converged model (docs/llm.md, "Re-asks"): a case whose every candidate of this
+  // iteration repeated an evaluated kernel even after the re-ask naming it is finished: its
+  // kernels leave the beam (the best so far stays the best), so no further round asks again.
+  std::map<std::string, std::pair<int, int>> replies;  // case -> (records, converged failures)
+  for (const auto& record : records) {
+    auto& [n, converged] = replies[record.value("case_name", "")];
+    ++n;
+    if (record.value("status", "") != "ok" && record.value("converged", false)) ++converged;
+  }
+  std::set<std::string> finished;
+  for (const auto& [case_name, counts] : replies) {
+    if (counts.first > 0 && counts.first == counts.second) {
+      finished.insert(case_name);
+      ctx.Info(case_name + ": finished: the model converged (all " + std::to_string(counts.first) +
+               " replies of this iteration repeated an evaluated kernel after a re-ask naming the repeat)");
+    }
+  }
+  // A case whose LLM spend cap (or the run's) is reached is finished too: its search is over,
+  // the best so far stays (docs/llm.md, "Spend caps"). Output `stopped` says why.
+  json beam_and_records = beam;
+  for (const auto& record : records) beam_and_records.push_back(record);
+  const auto stopped = SpendStopped(ctx, with.value("llm", std::string("default")), beam_and_records);
+  for (const auto& [case_name, reason] : stopped) {
+    if (finished.insert(case_name).second) ctx.Info(case_name + ": search stopped: " + reason);
+  }
   int offered = 0;
   json dropped = json::array();
   for (const auto& record : records) {
@@ -85,7 +113,7 @@ json RunSelect(StageContext& ctx) {
         continue;
       }
       seen_sources.insert(key);
-      if (taken >= width) continue;
+      if (taken >= width || finished.count(case_name)) continue;
       next.push_back(candidate);
       if (++taken == width) confirm_below[case_name] = candidate["latency_ms"];  // the full beam's slowest member
     }
@@ -107,7 +135,8 @@ json RunSelect(StageContext& ctx) {
   WriteJson(fs::path(ctx.StageDir()) / "beam.json", next);
   WriteJson(fs::path(ctx.StageDir()) / "best.json", new_best);
   ctx.Info("beam: " + std::to_string(next.size()) + " kernels from " + std::to_string(offered) + " new correct candidates");
-  return {{"beam", next}, {"best", new_best}, {"improved", improved}, {"dropped", dropped}, {"confirm_below_ms", confirm_below}};
+  return {{"beam", next}, {"best", new_best}, {"improved", improved}, {"dropped", dropped}, {"confirm_below_ms", confirm_below},
+          {"finished", json(finished)}, {"stopped", StoppedJson(stopped)}};
 }
 
 }  // namespace accelopt_optimize

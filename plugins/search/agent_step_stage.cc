@@ -130,10 +130,11 @@ json RunAgentStep(StageContext& ctx) {
       // A converged model (docs/llm.md, "Re-asks"): the reply repeated the current kernel
       // and so did the answer to the re-ask naming the repeat. Asking again would repeat it
       // again, so the problem is finished instead of spending requests for nothing.
-      const bool converged = !ok && kind == "unchanged" && record.value("reasks", 0) > 0;
+      const bool converged = !ok && (kind == "unchanged" || kind == "repeat") && record.value("reasks", 0) > 0;
       if (converged) {
         c["done"] = true;
-        c["done_reason"] = "the model converged: it repeated the current kernel after a re-ask naming the repeat";
+        c["done_reason"] = "the model converged: it repeated " + record.value("repeat_of", std::string("an evaluated kernel")) +
+                           " after a re-ask naming the repeat";
       } else if (c["no_improve"].get<int>() >= limit) {
         c["done"] = true;
         c["done_reason"] = std::to_string(limit) + " rounds without improvement";

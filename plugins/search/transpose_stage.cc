@@ -2,7 +2,9 @@
 // kernel's canonical state hash (accelopt.search.canon) is looked up; a known
 // state makes the move an edge to that node (a transposition: no
 // evaluation), a new one becomes a pending node and goes on to native:profile.
-// Moves that produced no kernel (a refused rule, no code block) are dropped.
+// Moves that produced no kernel (a refused rule, no code block) are dropped; a
+// move whose reply repeated an evaluated kernel even after the re-ask naming it
+// ("converged") finishes its node: the node's untried moves are not asked for.
 #include <map>
 
 #include "search_stages.h"
@@ -27,9 +29,15 @@ json RunMcgsTranspose(StageContext& ctx) {
     return it == pending.end() ? nullptr : &graph["cases"][case_name]["pending"][it->second];
   };
   int invalid = 0, transpositions = 0;
+  json merged = json::array();  // the new kernels, then the repeats that kept their kernel
+  for (const auto& c : candidates) merged.push_back(c);
   for (const auto& failure : failures) {
     json* p = find(failure);
     if (!p) continue;
+    if (failure.value("error", json::object()).value("kind", "") == "repeat" && failure.contains("kernel")) {
+      merged.push_back(failure);  // a repeat of a known state: merged below (a transposition)
+      continue;
+    }
     const std::string case_name = failure.value("case_name", "");
     json& move = graph["cases"][case_name]["nodes"][(*p)["node"].get<std::string>()]["moves"][(*p)["move"].get<int>()];
     const json error = failure.value("error", json::object());
@@ -42,11 +50,14 @@ json RunMcgsTranspose(StageContext& ctx) {
                      {"reason", error.value("kind", "error") + ": " + error.value("message", "").substr(0, 200)}});
   }
   std::vector<std::string> paths;
-  for (const auto& c : candidates) paths.push_back(c.value("kernel", ""));
+  for (const auto& c : merged) paths.push_back(c.value("kernel", ""));
   const std::vector<std::string> hashes = StateHashes(ctx, paths);
   json out = json::array();
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    json candidate = candidates[i];
+  for (size_t i = 0; i < merged.size(); ++i) {
+    json candidate = merged[i];
+    if (candidate.value("status", "") == "failed") {  // a repeat: a candidate again should its state be new
+      for (const char* key : {"status", "error", "latency_ms", "speedup", "speedup_vs_baseline"}) candidate.erase(key);
+    }
     json* p = find(candidate);
     if (!p) {
       ctx.Warn(candidate.value("id", "") + ": no pending selection for this candidate; ignored");
@@ -82,6 +93,30 @@ json RunMcgsTranspose(StageContext& ctx) {
       AddEvent(graph, {{"type", "candidate"}, {"case", case_name}, {"node", node}, {"move", move.value("id", "")},
                        {"candidate", candidate.value("id", "")}, {"child", merge.child}, {"hash", hash}});
       out.push_back(candidate);
+    }
+  }
+  for (const auto& failure : failures) {
+    json* p = find(failure);
+    if (!p) continue;
+    const std::string case_name = failure.value("case_name", "");
+    if (failure.value("converged", false)) {
+      // The model answered a re-ask naming a repeat with the repeat again (docs/search.md,
+      // "Re-asks"): asking it about this node's other moves would repeat it again, so the
+      // node is finished: its untried and pruned moves become invalid.
+      json& node = graph["cases"][case_name]["nodes"][(*p)["node"].get<std::string>()];
+      int closed = 0;
+      for (auto& other : node["moves"]) {
+        const std::string state = other.value("state", "");
+        if (state != "untried" && state != "pruned") continue;
+        other["state"] = "invalid";
+        other["error"] = {{"kind", "converged"}, {"message", "not tried: the model converged on this node (" +
+                                                                  failure.value("repeat_of", std::string("a repeat")) + ")"}};
+        ++closed;
+      }
+      node["converged"] = true;
+      AddEvent(graph, {{"type", "converged"}, {"case", case_name}, {"node", (*p)["node"]}, {"moves_closed", closed},
+                       {"reason", "the reply repeated " + failure.value("repeat_of", std::string("an evaluated kernel")) +
+                                      " after a re-ask naming the repeat"}});
     }
   }
   ctx.Info(std::to_string(out.size()) + " new state(s) to evaluate" +

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include <pybind11/embed.h>
+#include "python/gil.h"
 #include <spdlog/spdlog.h>
 
 namespace py = pybind11;
@@ -206,7 +207,7 @@ Packed CallPacked(const std::string& module, const std::string& function, Packed
   std::string text;
   Packed out;
   {
-    py::gil_scoped_acquire gil;
+    Gil gil;
     try {
       py::object returned = CallWithBlobs(module, function, packed, &text);
       for (auto blob : returned) out.blobs.push_back(BufferBytes(blob));
@@ -225,7 +226,7 @@ struct HeldBuffers {
   std::vector<Py_buffer> views;
   ~HeldBuffers() {
     if (views.empty() || !Py_IsInitialized()) return;
-    py::gil_scoped_acquire gil;
+    Gil gil;
     for (auto& view : views) PyBuffer_Release(&view);
   }
 };
@@ -237,7 +238,7 @@ PackedView CallPackedView(const std::string& module, const std::string& function
   PackedView out;
   auto held = std::make_shared<HeldBuffers>();
   {
-    py::gil_scoped_acquire gil;
+    Gil gil;
     try {
       py::object returned = CallWithBlobs(module, function, packed, &text);
       held->views.reserve(py::len(returned));
@@ -260,7 +261,7 @@ PackedView CallPackedView(const std::string& module, const std::string& function
 nlohmann::json CallJson(const std::string& module, const std::string& function, const nlohmann::json& arg) {
   std::string result;
   {
-    py::gil_scoped_acquire gil;
+    Gil gil;
     try {
       py::module_ json = py::module_::import("json");
       py::object fn = py::module_::import(module.c_str()).attr(function.c_str());
@@ -279,7 +280,7 @@ nlohmann::json CallJsonArgs(const std::string& module, const std::string& functi
   if (!kwargs.is_object()) throw std::invalid_argument(module + "." + function + ": keyword arguments must be a JSON object");
   std::string result;
   {
-    py::gil_scoped_acquire gil;
+    Gil gil;
     try {
       py::module_ json = py::module_::import("json");
       py::object fn = py::module_::import(module.c_str()).attr(function.c_str());
@@ -295,7 +296,7 @@ nlohmann::json CallJsonArgs(const std::string& module, const std::string& functi
 }
 
 void Exec(const std::string& source) {
-  py::gil_scoped_acquire gil;
+  Gil gil;
   try {
     py::exec(source);
   } catch (py::error_already_set& error) {
@@ -304,7 +305,7 @@ void Exec(const std::string& source) {
 }
 
 InterpreterInfo Info() {
-  py::gil_scoped_acquire gil;
+  Gil gil;
   InterpreterInfo info;
   py::module_ sys = py::module_::import("sys");
   info.executable = py::str(sys.attr("executable"));

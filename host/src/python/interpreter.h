@@ -4,7 +4,7 @@
 // CMake found: /usr/bin/python3.11 with Debian's NumPy) and never finalised:
 // NumPy cannot be re-imported after Py_Finalize. After Initialize() the
 // calling thread releases the GIL for good; every call takes it back with
-// pybind11::gil_scoped_acquire, so any thread may call CallJson().
+// python::Gil (PyGILState_Ensure, see gil.h), so any thread may call CallJson().
 #pragma once
 
 #include <stdexcept>

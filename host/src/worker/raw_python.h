@@ -10,19 +10,12 @@
 
 #include <string>
 
+#include "python/gil.h"
+
 namespace accelopt::worker {
 
-/// Holds the GIL for its lifetime (PyGILState_Ensure / Release).
-class Gil {
- public:
-  Gil() : state_(PyGILState_Ensure()) {}
-  ~Gil() { PyGILState_Release(state_); }
-  Gil(const Gil&) = delete;
-  Gil& operator=(const Gil&) = delete;
-
- private:
-  PyGILState_STATE state_;
-};
+/// Holds the GIL for its lifetime (python/gil.h).
+using Gil = accelopt::python::Gil;
 
 /// str() of the pending Python exception, which it clears ("Python error"
 /// when there is none or it cannot be printed). Call with the GIL held.

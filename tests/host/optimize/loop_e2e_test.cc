@@ -129,7 +129,10 @@ TEST_CASE("LLM loop end to end: a real faster kernel reaches select and summariz
     if (r["status"] == "failed") ++kinds[r["error"]["kind"].get<std::string>()];
   }
   CHECK(kinds["no_code_block"] >= 2);
-  CHECK(kinds["compile_error"] >= 2);
+  CHECK(kinds["compile_error"] >= 1);
+  // Iteration 1 re-derived the broken and the fused kernels, already evaluated in iteration 0:
+  // each got one re-ask naming the repeat and was not profiled again (docs/llm.md, "Re-asks").
+  CHECK(kinds["repeat"] >= 1);
   CHECK(kinds["unchanged"] >= 1);  // iteration 1 re-derived the fused kernel from itself
 
   // Memory: the experience with the measured speedup and its lineage, saved at the run level.
@@ -304,7 +307,9 @@ TEST_CASE("an LLM stage past its timeout fails alone: the loop goes on and the r
   CHECK(report["rows"][0]["speedup"].get<double>() == Approx(1.0));
   CHECK(report["rows"][0]["original_latency_ms"].get<double>() > 0.0);
   // the stages fed by the failed plan are skipped, not failed on null inputs
-  CHECK(run["failed_stages"] == 2);  // one plan per iteration
+  // One plan per iteration, and the report: an LLM run without any candidate fails (docs/llm.md, "Re-asks").
+  CHECK(run["failed_stages"] == 3);
+  CHECK(report["failure"]["kind"] == "no_candidates");
   CHECK_THAT(result.output, Catch::Contains("stage execute skipped: its input stage 'plan' did not succeed"));
   CHECK_THAT(result.output, Catch::Contains("timed-out stage(s) still running"));
   CHECK_THAT(result.output, !Catch::Contains("Segmentation fault"));

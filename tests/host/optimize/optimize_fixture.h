@@ -83,6 +83,8 @@ inline json Reply(const std::string& content) {
 class ScriptedLlmServer {
  public:
   using Responder = std::function<std::string(const json& body)>;  // returns the reply content
+  /// A responder that returns this answers the request with HTTP 503 instead of a reply.
+  static constexpr const char* kHttp503 = "\x01http 503";
   explicit ScriptedLlmServer(Responder responder) : responder_(std::move(responder)) {
     server_.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
       json body = json::parse(req.body, nullptr, false);
@@ -92,6 +94,11 @@ class ScriptedLlmServer {
       }
       std::string content = responder_(body);
       json reply = {{"id", "chatcmpl-" + std::to_string(++counter_)},
+      if (content == kHttp503) {  // an overloaded server: the client retries (docs/llm.md)
+        res.status = 503;
+        res.set_content(R"({"error": {"message": "overloaded", "type": "server_error"}})", "application/json");
+        return;
+      }
                     {"object", "chat.completion"},
                     {"model", "fake-model"},
                     {"choices", {{{"index", 0}, {"message", {{"role", "assistant"}, {"content", content}}}, {"finish_reason", "stop"}}}},
