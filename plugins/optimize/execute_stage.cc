@@ -120,6 +120,7 @@ json RunExecute(StageContext& ctx) {
   }
   LlmCaller caller(ctx, endpoint, with);
   std::vector<json> results(jobs.size());
+  const auto evaluated = any_llm ? EvaluatedKernels(ctx.RunDir()) : std::map<std::string, std::map<std::string, std::string>>();
 
   ParallelFor(jobs.size(), with.value("max_concurrency", 8), [&](size_t j) {
     const Job job = jobs[j];
@@ -134,7 +135,6 @@ json RunExecute(StageContext& ctx) {
         // One re-ask at most (docs/llm.md, "Re-asks"): a reply without code quotes the
         // parse error back, a reply that gives back the parent kernel names the repeat and
         // asks for a different idea; a second miss fails the candidate.
-  const auto evaluated = any_llm ? EvaluatedKernels(ctx.RunDir()) : std::map<std::string, std::map<std::string, std::string>>();
         const std::string user = prompts->Render(diff_format ? "executor_diff_user" : "executor_user", ExecutorData(plan, parent_source));
         const int64_t call_seed = seed * 1000003 + iteration * 10007 + static_cast<int64_t>(job.plan) * 31 + job.sample + 7;
         std::string note;
@@ -181,20 +181,6 @@ json RunExecute(StageContext& ctx) {
             candidate["reasks"] = candidate.value("reasks", 0) + 1;
             continue;
           }
-          candidate["edit"] = edit.value("edit", "source");
-          candidate["diff"] = edit.value("diff", "");
-          if (edit.contains("patch_error")) {
-            candidate["patch_error"] = edit["patch_error"];
-            ctx.Info(id + ": the reply's diff did not apply (" + edit["patch_error"].value("message", "") +
-                     "); using its full kernel instead");
-          }
-          break;
-        }
-      } else {
-        json plan_arg = {{"id", plan.value("rule_plan_id", "")}, {"rule", plan.value("rule", "")},
-                         {"description", plan.value("text", "")}, {"params", plan.value("params", json::object())}};
-        json reply = ctx.PythonCall("accelopt.rules", "apply", {{"source", parent_source}, {"plan", plan_arg}});
-        if (reply.contains("error") && !reply["error"].is_null()) {
           if (!repeat_of.empty()) {
             // Converged: the answer to the re-ask repeats an evaluated kernel again. The parent
             // case fails as "unchanged" below; any other evaluated kernel fails as "repeat".
@@ -210,6 +196,20 @@ json RunExecute(StageContext& ctx) {
               return;
             }
           }
+          candidate["edit"] = edit.value("edit", "source");
+          candidate["diff"] = edit.value("diff", "");
+          if (edit.contains("patch_error")) {
+            candidate["patch_error"] = edit["patch_error"];
+            ctx.Info(id + ": the reply's diff did not apply (" + edit["patch_error"].value("message", "") +
+                     "); using its full kernel instead");
+          }
+          break;
+        }
+      } else {
+        json plan_arg = {{"id", plan.value("rule_plan_id", "")}, {"rule", plan.value("rule", "")},
+                         {"description", plan.value("text", "")}, {"params", plan.value("params", json::object())}};
+        json reply = ctx.PythonCall("accelopt.rules", "apply", {{"source", parent_source}, {"plan", plan_arg}});
+        if (reply.contains("error") && !reply["error"].is_null()) {
           const json& e = reply["error"];
           std::string message = e.is_object() ? e.value("kind", "") + ": " + e.value("message", "") : e.dump();
           results[j] = Failed(candidate, "rule_error", message);

@@ -1,5 +1,4 @@
 // native:optimize_init and native:plan.
-#include <atomic>
 #include <cctype>
 #include <filesystem>
 #include <map>
@@ -238,15 +237,6 @@ json RunPlan(StageContext& ctx) {
         json response = caller.Chat(case_name, systems[job.member], user, call_seed);
         std::string text = response.value("content", "");
         WriteText(dir / "replies" / (SafeName(member.value("id", "c")) + "-" + plan_id + ".md"), text);
-        if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
-          throw StageFailure("empty_reply", "the planner returned an empty reply (finish_reason " +
-                                                response.value("finish_reason", "?") + ")");
-        }
-        json plan = {{"plan_id", plan_id}, {"index", job.index}, {"title", PlanTitle(text)}, {"text", text},
-                     {"origin", "llm"}, {"seed", call_seed}, {"candidate", member}};
-        if (vocabulary) plan.update(move);
-        if (reasks) plan["reasks"] = reasks;
-        plans[j].push_back(std::move(plan));
         json move = vocabulary ? LlmMove(ctx, text, vocab[job.member]) : json::object();
         int reasks = 0;
         if (vocabulary && move.contains("move_error")) {
@@ -260,6 +250,15 @@ json RunPlan(StageContext& ctx) {
           move = LlmMove(ctx, text, vocab[job.member]);
           reasks = 1;
         }
+        if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
+          throw StageFailure("empty_reply", "the planner returned an empty reply (finish_reason " +
+                                                response.value("finish_reason", "?") + ")");
+        }
+        json plan = {{"plan_id", plan_id}, {"index", job.index}, {"title", PlanTitle(text)}, {"text", text},
+                     {"origin", "llm"}, {"seed", call_seed}, {"candidate", member}};
+        if (vocabulary) plan.update(move);
+        if (reasks) plan["reasks"] = reasks;
+        plans[j].push_back(std::move(plan));
       } else {
         json request = {{"source", data[job.member]["kernel_code"]},
                         {"metrics", member.value("metrics", json::object())},
@@ -333,6 +332,9 @@ json RunPlan(StageContext& ctx) {
 
   json out_plans = json::array();
   json out_errors = json::array();
+  // One plan per distinct move (vocabulary mode: a node's edges), and one plan for a converged planner.
+  std::set<std::pair<size_t, std::string>> seen;  // (member, MoveKey)
+  int duplicates = 0;
   for (size_t j = 0; j < jobs.size(); ++j) {
     for (auto& plan : plans[j]) {
       if (vocabulary || converged.count(jobs[j].member)) {
@@ -346,6 +348,7 @@ json RunPlan(StageContext& ctx) {
     }
     if (!errors[j].is_null()) out_errors.push_back(errors[j]);
   }
+  if (duplicates) ctx.Info(std::to_string(duplicates) + " duplicate plan(s) dropped (the same plan proposed again for the same kernel)");
   caller.Save(ctx, "plan");
   json summary = json::array();
   for (const auto& plan : out_plans) {
@@ -354,12 +357,8 @@ json RunPlan(StageContext& ctx) {
   }
   WriteJson(dir / "planner_results.json", summary);
   ctx.Info(std::to_string(out_plans.size()) + " plans for " + std::to_string(beam.size()) + " candidate(s)" +
-  // One plan per distinct move (vocabulary mode: a node's edges), and one plan for a converged planner.
-  std::set<std::pair<size_t, std::string>> seen;  // (member, MoveKey)
-  int duplicates = 0;
            (out_errors.empty() ? "" : ", " + std::to_string(out_errors.size()) + " failed"));
   return {{"plans", out_plans}, {"errors", out_errors}, {"mode", llm ? "llm" : "rules"}, {"usage", caller.UsageJson()}};
 }
 
-  if (duplicates) ctx.Info(std::to_string(duplicates) + " duplicate plan(s) dropped (the same plan proposed again for the same kernel)");
 }  // namespace accelopt_optimize

@@ -81,8 +81,8 @@ constexpr const char* kRenderParams = R"JSON({
   "candidate": {"type": "object", "required": true, "doc": "the kernel to plan for: a beam member (optimize_init's beam entry)"},
   "memory": {"type": "any", "doc": "memory object from native:memory (experiences shown to the planner)"},
   "prompts": {"type": "string", "required": true, "doc": "directory of the mustache prompt templates (prompts/)"},
-  "plans_per_candidate": {"type": "integer", "default": 12, "doc": "N, shown as 'planner 1 of N'"},
   "target": {"type": "string", "default": "trn1", "enum": ["trn1", "trn2"], "doc": "the hardware the prompts describe: the partials of prompts/targets/<target>/ (backend.target)"},
+  "plans_per_candidate": {"type": "integer", "default": 12, "doc": "N, shown as 'planner 1 of N'"},
   "max_experiences": {"type": "integer", "default": 16, "doc": "newest experiences shown"},
   "plan": {"type": "string", "default": "", "doc": "plan text for the executor prompt (default: a placeholder)"},
   "other": {"type": "any", "doc": "a second kernel {kernel, correct, latency_ms, error}: the fixer's failed kernel, or the summarizer's pair"}
@@ -92,7 +92,6 @@ const std::string kRenderOutputs = R"JSON({
   "prompts": {"type": "array", "doc": "one {stage, system, user} per LLM stage: planner, executor, fixer, summarizer"}
 })JSON";
 
-constexpr const char* kReportParams = R"JSON({
 const std::string kReflectParams = "{" R"JSON(
   "plans": {"type": "any", "required": true, "doc": "native:agent_pick's outputs (or list): this round's attempt per problem, its parent as `candidate`"},
   "records": {"type": "any", "default": [], "doc": "native:score's outputs for this round's candidates"},
@@ -107,6 +106,7 @@ const std::string kReflectOutputs = R"JSON({
   "usage": {"type": "object", "doc": "LLM requests, failures, tokens and cost of this stage"}
 })JSON";
 
+constexpr const char* kReportParams = R"JSON({
   "baselines": {"type": "any", "required": true, "doc": "optimize_init's baselines (case_name -> baseline)"},
   "best": {"type": "any", "required": true, "doc": "case_name -> best kernel (the loop's carry)"},
   "target": {"type": "string", "default": "trn1", "enum": ["trn1", "trn2"], "doc": "peak model target (trn1, trn2)"},
@@ -205,6 +205,8 @@ const AccelStageDescriptor kStages[] = {
                    kMemoryParams, kMemoryOutputs.c_str(), RunMemory),
     ACCELOPT_STAGE_WITH_OUTPUTS("render_prompts", "Dry run: the planner, executor, fixer and summarizer prompts for one kernel, rendered as the stages would send them, without calling an LLM.",
                    kRenderParams, kRenderOutputs.c_str(), RunRenderPrompts),
+    ACCELOPT_STAGE_WITH_OUTPUTS("reflect", "Agent reflexion in LLM mode: after a failed or slower attempt the model writes the lesson (one or two sentences) for native:agent_step; none without an LLM or when the call fails.",
+                   kReflectParams.c_str(), kReflectOutputs.c_str(), RunReflect),
     ACCELOPT_STAGE_WITH_OUTPUTS("optimize_report", "Final report per problem: original/best latency, speedup, % of peak, winning kernel and lineage, LLM tokens and cost.",
                    kReportParams, kReportOutputs.c_str(), RunReport),
 };
@@ -212,5 +214,3 @@ const AccelStageDescriptor kStages[] = {
 }  // namespace
 
 ACCELOPT_EXPORT_PLUGIN("optimize", "0.1.0", kStages)
-    ACCELOPT_STAGE_WITH_OUTPUTS("reflect", "Agent reflexion in LLM mode: after a failed or slower attempt the model writes the lesson (one or two sentences) for native:agent_step; none without an LLM or when the call fails.",
-                   kReflectParams.c_str(), kReflectOutputs.c_str(), RunReflect),

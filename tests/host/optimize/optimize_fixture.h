@@ -93,12 +93,12 @@ class ScriptedLlmServer {
         requests_.push_back(body);
       }
       std::string content = responder_(body);
-      json reply = {{"id", "chatcmpl-" + std::to_string(++counter_)},
       if (content == kHttp503) {  // an overloaded server: the client retries (docs/llm.md)
         res.status = 503;
         res.set_content(R"({"error": {"message": "overloaded", "type": "server_error"}})", "application/json");
         return;
       }
+      json reply = {{"id", "chatcmpl-" + std::to_string(++counter_)},
                     {"object", "chat.completion"},
                     {"model", "fake-model"},
                     {"choices", {{{"index", 0}, {"message", {{"role", "assistant"}, {"content", content}}}, {"finish_reason", "stop"}}}},
