@@ -53,7 +53,7 @@ constexpr int kDeadGraceMs = 2000;
 const char* const kPassedEnv[] = {"PATH", "LANG", "LC_ALL", "LC_CTYPE", "ACCELOPT_PYTHON_PATH", "NEURON_RT_VISIBLE_CORES",
                                    "ACCELOPT_SPARE_WARM_UP", "ACCELOPT_PREFAULT", "ACCELOPT_SANDBOX_READ",
                                    "ACCELOPT_SANDBOX_WRITE", "ACCELOPT_NEURON_ROOT", "ACCELOPT_SECCOMP_AUDIT",
-                                   "ACCELOPT_WORKER_TIMING", "ACCELOPT_CONTENT_CHECK"};
+                                   "ACCELOPT_WORKER_TIMING", "ACCELOPT_CONTENT_CHECK", "ACCELOPT_VENV"};
 // Also passed to neuron workers: the Neuron runtime's and compiler's settings
 // (NEURON_*) and where the user's Neuron installation lives.
 const char* const kNeuronEnv[] = {"LD_LIBRARY_PATH", "VIRTUAL_ENV"};
