@@ -102,9 +102,12 @@ if command -v update-alternatives >/dev/null; then
 fi
 
 # torch, flashinfer-bench, triton from PyPI into ./.venv (docs/flashinfer.md "Packages (PyPI)"):
-# opt-in (SETUP_PYPI=1) while the host's use of that venv is opt-in (ACCELOPT_VENV): it costs
-# about 10 min and 8.3 GB, and the fixture's flashinfer-profile run crashes with it (issue 38)
-if [[ "${SETUP_PYPI:-0}" == 1 ]]; then scripts/setup_pypi.sh "$PY"; fi
+# about 10 min and 8.3 GB on a fresh machine; SETUP_PYPI=0 skips it. Without PyPI the rest of
+# the set-up goes on: the FlashInfer path then uses Debian's torch 1.13 and the package tests
+# say "not checked".
+if [[ "${SETUP_PYPI:-1}" != 0 ]]; then
+  scripts/setup_pypi.sh "$PY" || echo "setup: warning: the PyPI environment (./.venv) was not built; see above"
+fi
 
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DACCEL_PYTHON="$PY" >/dev/null
 cmake --build "$BUILD_DIR" -j"$(nproc)"

@@ -4,12 +4,12 @@
 # models are the authority for every definition, workload, solution and trace) and triton,
 # installed into a virtual environment over the embedded interpreter, created with
 # --system-site-packages so Debian's NumPy, matplotlib, ... stay visible. Everything else comes
-# from Debian (scripts/setup.sh). The host puts this environment's site-packages on the embedded
-# interpreter's sys.path at start-up and runs its workers with its python.
+# from Debian (scripts/setup.sh). With ACCELOPT_VENV=$PWD/.venv the host and its workers put this
+# environment's site-packages on the embedded interpreter's sys.path at start-up.
 #
 #   scripts/setup_pypi.sh [PYTHON]          # default /usr/bin/python3.11; venv in ./.venv
 #   ACCEL_VENV=/opt/fib-venv scripts/setup_pypi.sh
-#   SETUP_PYPI=1 scripts/setup.sh           # setup.sh runs this script only when asked (opt-in for now)
+#   scripts/setup.sh                        # runs this script too (SETUP_PYPI=0 skips it)
 #
 # PyPI's x86_64 torch wheels depend on the CUDA runtime wheels (nvidia-*, about 3 GB); there is
 # no CPU-only torch on PyPI itself (the CPU wheels live on download.pytorch.org). They are kept:
