@@ -104,7 +104,12 @@ TEST_CASE("MCGS with a scripted LLM: vocabulary moves with diffs, full-source fa
   for (const auto& [id, node] : cg["nodes"].items()) {
     for (const auto& move : node["moves"]) edges_to_failed += move["state"] == "expanded" && move["child"] == failed;
   }
-  CHECK(edges_to_failed == 2);
+  // From the fused kernel the fuse_silu plan gives back the fused kernel itself: one re-ask naming
+  // the repeat, the same again, and the node is finished (docs/search.md, "Re-asks in the graph
+  // search"); its other moves are closed, so the broken kernel is reached once (the transposition
+  // from a repeat is covered in converged_model_llm_e2e_test.cc's graph search).
+  CHECK(edges_to_failed == 1);
+  CHECK_THAT(ReadFile(fresh / "events.jsonl"), Catch::Contains("\"converged\""));
 
   // Every edge stores its move kind, parameters and unified diff.
   const json& root = cg["nodes"][cg["root"].get<std::string>()];
