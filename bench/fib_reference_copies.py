@@ -104,7 +104,7 @@ def main(argv):
                "--set", "vars.definitions=[" + ",".join(sorted(found)) + "]",
                "--set", f"vars.max_workloads={args.workloads}", "--set", "vars.trials=1",
                "--set", "vars.warmup=1", "--set", "vars.iterations=3"]
-    completed = subprocess.run(command, env=env, capture_output=True, text=True)
+    completed = subprocess.run(command, env=env, capture_output=True, encoding="utf-8", errors="replace")
     statuses = collections.defaultdict(collections.Counter)
     errors = {}
     for path in glob.glob(os.path.join(run_dir, "traces", "**", "*.jsonl"), recursive=True):

@@ -36,7 +36,7 @@ def _available():
     if not (os.path.exists(VENV_PYTHON) and os.path.exists(HOST)):
         print(f"not checked: needs {VENV_PYTHON} (SETUP_PYPI=1 scripts/setup.sh) and {HOST}")
         return False
-    probe = subprocess.run([VENV_PYTHON, "-c", "import flashinfer_bench"], capture_output=True, text=True)
+    probe = subprocess.run([VENV_PYTHON, "-c", "import flashinfer_bench"], capture_output=True)
     if probe.returncode != 0:
         print("not checked: the PyPI environment has no flashinfer_bench")
         return False
@@ -45,14 +45,16 @@ def _available():
 
 def _package_load(*paths):
     """package_check.py's verdict per path (one interpreter for all of them)."""
-    done = subprocess.run([VENV_PYTHON, CHECK, *paths], capture_output=True, text=True, check=True)
+    done = subprocess.run([VENV_PYTHON, CHECK, *paths], capture_output=True, encoding="utf-8", errors="replace",
+                          check=True)
     verdicts = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
     assert len(verdicts) == len(paths), done.stdout + done.stderr
     return verdicts if len(paths) > 1 else verdicts[0]
 
 
 def _host_validate(path):
-    return subprocess.run([HOST, "flashinfer", "validate", path, "--errors-only"], capture_output=True, text=True)
+    return subprocess.run([HOST, "flashinfer", "validate", path, "--errors-only"], capture_output=True, encoding="utf-8",
+                          errors="replace")
 
 
 def _edit_json(relative, change):
@@ -136,7 +138,8 @@ def test_a_runs_traces_load_in_the_package():
                               "--run-dir", os.path.join(tmp, "run"), "--set", "vars.trace_set=" + copy,
                               "--set", "vars.write_back=true", "--set", "vars.trials=1", "--set", "vars.warmup=1",
                               "--set", "vars.iterations=2"],
-                             capture_output=True, text=True, env=dict(os.environ, ACCELOPT_NO_PROGRESS="1"))
+                             capture_output=True, encoding="utf-8", errors="replace",  # the log has UTF-8 arrows
+                             env=dict(os.environ, ACCELOPT_NO_PROGRESS="1"))
         assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
         loaded = _package_load(copy)
         assert loaded["ok"], loaded
