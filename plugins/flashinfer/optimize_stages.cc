@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "common.h"
+#include "flashinfer/cuda_build.h"
 #include "stages.h"
 
 namespace accelopt_fib_plugin {
@@ -182,6 +183,23 @@ json ListOf(const json& value, const char* key) {
 
 }  // namespace
 
+// Why `language` cannot run on this machine ("" when it can): triton needs a GPU python
+// (accelopt.fib.gpu.gpu_python), cuda a device the CUDA runner finds (`--probe`).
+static std::string MissingDevice(const accelopt::sdk::StageContext& ctx, const std::string& language) {
+  if (language == "triton") {
+    json probe = ctx.PythonCall("accelopt.fib.gpu", "gpu_python", json::object());
+    return probe.contains("reason") ? probe.value("reason", std::string("no GPU python")) : "";
+  }
+  if (language == "cuda") {
+    std::string out;
+    const int rc = fib::RunProcess({ACCELOPT_FIB_CUDA_RUNNER, "--probe"}, 60, &out);
+    json parsed = json::parse(out, nullptr, false);
+    if (rc == 0 && parsed.is_object() && parsed.value("device", false)) return "";
+    return parsed.is_object() ? parsed.value("message", std::string("no CUDA device")) : "accelopt-fib-cuda-run --probe: " + out;
+  }
+  return "";
+}
+
 json RunFibOptimizeInit(accelopt::sdk::StageContext& ctx) {
   const std::string endpoint = ctx.Param<std::string>("llm");
   json described;
@@ -197,6 +215,11 @@ json RunFibOptimizeInit(accelopt::sdk::StageContext& ctx) {
                            "llm.default.model=NAME, or ACCELOPT_LLM_BASE_URL and ACCELOPT_LLM_MODEL (docs/llm.md). "
                            "FIB has no rule-based mode.");
   const std::string language = ctx.Param<std::string>("language");
+  // Triton and CUDA solutions run only on a GPU (docs/flashinfer.md, "What runs where"): without
+  // one nothing the model writes could be evaluated, so stop before asking it anything.
+  if (const std::string missing = MissingDevice(ctx, language); !missing.empty())
+    throw StageFailure("usage_error", "flashinfer-optimize cannot evaluate any " + language + " solution here: no device (" +
+                                          missing + "); run it on a GPU machine (docs/flashinfer.md) or use vars.language=python");
   json cases = json::array(), skipped = json::array();
   for (const auto& item : ListOf(ctx.Param<json>("items"), "items")) {
     fib::Definition d = ItemDefinition(item);
