@@ -124,15 +124,18 @@ std::string Sanitize(std::string text) {
 }
 
 // LLM calls of one stage, at most `limit` in flight; each returns the reply text or throws.
+// `problem` (the definition) is the request's problem for the per-problem spend caps
+// (docs/llm.md, "Spend caps"); a request over a cap throws StageFailure{llm_spend_cap}, unsent.
 struct Llm {
   const accelopt::sdk::StageContext& ctx;
   std::string endpoint;
   json with;
-  std::string Chat(const std::string& system, const std::string& user, int64_t seed) const {
+  std::string Chat(const std::string& system, const std::string& user, int64_t seed, const std::string& problem) const {
     if (ctx.Cancelled()) throw StageFailure("cancelled", "the stage was cancelled; request not sent");
     json request = {{"endpoint", endpoint},
                     {"messages", json::array({{{"role", "system"}, {"content", system}}, {{"role", "user"}, {"content", user}}})},
                     {"seed", seed}};
+    if (!problem.empty()) request["problem"] = problem;
     if (with.contains("temperature") && with["temperature"].is_number()) request["temperature"] = with["temperature"];
     if (with.contains("max_tokens") && with["max_tokens"].is_number_integer()) request["max_tokens"] = with["max_tokens"];
     return ctx.LlmChat(request).value("content", "");
@@ -179,6 +182,34 @@ json ListOf(const json& value, const char* key) {
   if (value.is_array()) return value;
   if (value.is_object() && value.contains(key) && value[key].is_array()) return value[key];
   return json::array();
+}
+
+constexpr const char* kSpendCap = "llm_spend_cap";
+
+// "500 requests / 10000000 tokens / 10 USD" from a caps scope of the spend status (null = no cap).
+std::string CapsText(const json& caps) {
+  std::string out;
+  for (const char* key : {"requests", "tokens", "usd"}) {
+    const json value = caps.value(key, json());
+    out += (out.empty() ? "" : " / ") + (value.is_null() ? std::string("no cap on ") + key
+                                                          : value.dump() + " " + (std::string(key) == "usd" ? "USD" : key));
+  }
+  return out;
+}
+
+// The cases (`key` of each of `items`) whose LLM spend cap is reached: case -> reason
+// (docs/llm.md, "Spend caps"); their search is over.
+std::map<std::string, std::string> Stopped(const accelopt::sdk::StageContext& ctx, const json& items, const char* key) {
+  std::set<std::string> cases;
+  for (const auto& item : items) cases.insert(item.value(key, std::string()));
+  cases.erase("");
+  return ctx.LlmStopped(ctx.Param<std::string>("llm"), std::vector<std::string>(cases.begin(), cases.end()));
+}
+
+json StoppedJson(const std::map<std::string, std::string>& stopped) {
+  json out = json::object();
+  for (const auto& [name, reason] : stopped) out[name] = reason;
+  return out;
 }
 
 }  // namespace
@@ -266,9 +297,13 @@ json RunFibPlan(accelopt::sdk::StageContext& ctx) {
     json candidate;
     int index;
   };
+  // A definition whose spend cap is reached gets no more plans (its search is over).
+  const auto capped = Stopped(ctx, beam, "case");
   std::vector<Job> jobs;
-  for (const auto& c : beam)
+  for (const auto& c : beam) {
+    if (capped.count(c.value("case", ""))) continue;
     for (int i = 0; i < plans; ++i) jobs.push_back({c, i});
+  }
   auto replies = Parallel<json>(jobs.size(), static_cast<int>(ctx.Param<int64_t>("max_concurrency")), [&](size_t k) -> json {
     const auto& job = jobs[k];
     fib::Definition d = ItemDefinition(job.candidate["item"]);
@@ -279,14 +314,20 @@ json RunFibPlan(accelopt::sdk::StageContext& ctx) {
     std::string sys = SystemWithMemory(system, ctx.Param<json>("memory"), job.candidate.value("case", ""),
                                        static_cast<int>(ctx.Param<int64_t>("max_experiences")));
     try {
-      return {{"plan", llm.Chat(sys, user, seed + static_cast<int64_t>(k))}};
+      return {{"plan", llm.Chat(sys, user, seed + static_cast<int64_t>(k), job.candidate.value("case", ""))}};
     } catch (const StageFailure& failure) {
+      if (failure.kind == kSpendCap) return {{"not_sent", true}};
       return {{"error", failure.kind + ": " + failure.what()}};
     }
   });
   json out = json::array(), failures = json::array();
+  int not_sent = 0;
   for (size_t k = 0; k < jobs.size(); ++k) {
     json entry = {{"case", jobs[k].candidate.value("case", "")}, {"parent", jobs[k].candidate}, {"index", jobs[k].index}};
+    if (replies[k].contains("not_sent")) {
+      ++not_sent;
+      continue;
+    }
     if (replies[k].contains("error") || replies[k].value("plan", "").empty()) {
       entry["error"] = replies[k].value("error", std::string("empty plan"));
       failures.push_back(entry);
@@ -295,9 +336,12 @@ json RunFibPlan(accelopt::sdk::StageContext& ctx) {
       out.push_back(entry);
     }
   }
+  const auto stopped = Stopped(ctx, beam, "case");
+  for (const auto& [name, reason] : stopped) ctx.Info(name + ": no more plans: " + reason);
   accelopt::sdk::WriteJsonFile(fs::path(ctx.StageDir()) / "planner_results.json", {{"plans", out}, {"failures", failures}});
-  ctx.Info("planned " + std::to_string(out.size()) + " of " + std::to_string(jobs.size()));
-  return {{"plans", out}, {"failures", failures}};
+  ctx.Info("planned " + std::to_string(out.size()) + " of " + std::to_string(jobs.size()) +
+           (not_sent ? ", " + std::to_string(not_sent) + " not sent (spend cap)" : ""));
+  return {{"plans", out}, {"failures", failures}, {"stopped", StoppedJson(stopped)}, {"not_sent", not_sent}};
 }
 
 json RunFibExecute(accelopt::sdk::StageContext& ctx) {
@@ -316,9 +360,12 @@ json RunFibExecute(accelopt::sdk::StageContext& ctx) {
     json plan;
     int sample;
   };
+  const auto capped = Stopped(ctx, plans, "case");
   std::vector<Job> jobs;
-  for (const auto& p : plans)
+  for (const auto& p : plans) {
+    if (capped.count(p.value("case", ""))) continue;  // spend cap reached: no request for it
     for (int j = 0; j < samples; ++j) jobs.push_back({p, j});
+  }
   auto replies = Parallel<json>(jobs.size(), static_cast<int>(ctx.Param<int64_t>("max_concurrency")), [&](size_t k) -> json {
     const json& parent = jobs[k].plan["parent"];
     fib::Definition d = ItemDefinition(parent["item"]);
@@ -327,14 +374,20 @@ json RunFibExecute(accelopt::sdk::StageContext& ctx) {
                                             {"optimization_plan", jobs[k].plan.value("plan", "")},
                                             {"language", language}});
     try {
-      return {{"reply", llm.Chat(system, user, seed + static_cast<int64_t>(k))}};
+      return {{"reply", llm.Chat(system, user, seed + static_cast<int64_t>(k), jobs[k].plan.value("case", ""))}};
     } catch (const StageFailure& failure) {
+      if (failure.kind == kSpendCap) return {{"not_sent", true}};
       return {{"error", failure.kind + ": " + failure.what()}};
     }
   });
   json candidates = json::array(), failures = json::array();
+  int not_sent = 0;
   for (size_t k = 0; k < jobs.size(); ++k) {
     const json& plan = jobs[k].plan;
+    if (replies[k].contains("not_sent")) {
+      ++not_sent;
+      continue;
+    }
     const json& parent = plan["parent"];
     std::string id = "i" + std::to_string(iteration) + "_" + parent.value("id", "") + "_p" +
                      std::to_string(plan.value("index", 0)) + "_s" + std::to_string(jobs[k].sample);
@@ -371,8 +424,9 @@ json RunFibExecute(accelopt::sdk::StageContext& ctx) {
                           {"plan_index", plan.value("index", 0)}, {"sample", jobs[k].sample}, {"plan", plan.value("plan", "")}});
   }
   accelopt::sdk::WriteJsonFile(fs::path(ctx.StageDir()) / "executor_results.json", {{"candidates", candidates}, {"failures", failures}});
-  ctx.Info("executed " + std::to_string(candidates.size()) + " candidate(s), " + std::to_string(failures.size()) + " without code");
-  return {{"candidates", candidates}, {"failures", failures}};
+  ctx.Info("executed " + std::to_string(candidates.size()) + " candidate(s), " + std::to_string(failures.size()) + " without code" +
+           (not_sent ? ", " + std::to_string(not_sent) + " not sent (spend cap)" : ""));
+  return {{"candidates", candidates}, {"failures", failures}, {"not_sent", not_sent}};
 }
 
 json RunFibSelect(accelopt::sdk::StageContext& ctx) {
@@ -444,8 +498,19 @@ json RunFibSelect(accelopt::sdk::StageContext& ctx) {
       best[cs] = b;
     }
   }
+  // A definition whose LLM spend cap is reached leaves the beam: its search is over (its best
+  // stays); the loop ends once no definition is left (docs/llm.md, "Spend caps").
+  const auto stopped = Stopped(ctx, beam, "case");
+  if (!stopped.empty()) {
+    json kept = json::array();
+    for (const auto& member : beam) {
+      if (!stopped.count(member.value("case", ""))) kept.push_back(member);
+    }
+    beam = kept;
+    for (const auto& [name, reason] : stopped) ctx.Info(name + ": search stopped: " + reason);
+  }
   accelopt::sdk::WriteJsonFile(fs::path(ctx.StageDir()) / "select.json", {{"records", records}, {"beam", beam}, {"best", best}});
-  return {{"beam", beam}, {"best", best}, {"records", records}};
+  return {{"beam", beam}, {"best", best}, {"records", records}, {"stopped", StoppedJson(stopped)}};
 }
 
 json RunFibSummarize(accelopt::sdk::StageContext& ctx) {
@@ -478,6 +543,16 @@ json RunFibSummarize(accelopt::sdk::StageContext& ctx) {
   }
   std::sort(positive.begin(), positive.end(), [](const json& a, const json& b) { return a["speedup"] > b["speedup"]; });
   std::sort(negative.begin(), negative.end(), [](const json& a, const json& b) { return a["speedup"] < b["speedup"]; });
+  // Definitions whose spend cap is reached get no summary (no request).
+  const auto capped = Stopped(ctx, records, "case");
+  auto open = [&](const std::vector<json>& list) {
+    std::vector<json> out;
+    for (const auto& r : list)
+      if (!capped.count(r.value("case", ""))) out.push_back(r);
+    return out;
+  };
+  positive = open(positive);
+  negative = open(negative);
   std::vector<json> chosen;
   for (size_t i = 0; i < positive.size() && chosen.size() < top_k / 2; ++i) chosen.push_back(positive[i]);
   for (size_t i = 0; i < negative.size() && chosen.size() < top_k; ++i) chosen.push_back(negative[i]);
@@ -492,7 +567,7 @@ json RunFibSummarize(accelopt::sdk::StageContext& ctx) {
     // AccelOpt never fills {speedup}; here it is filled (flashinfer-facts §3.5 quirk, fixed).
     std::string user = Fill(user_template, {{"slow_kernel", slow}, {"fast_kernel", fast}, {"speedup", std::to_string(std::max(s, 1 / s))}});
     try {
-      return {{"reply", llm.Chat(system, user, 7000 + static_cast<int64_t>(k))}};
+      return {{"reply", llm.Chat(system, user, 7000 + static_cast<int64_t>(k), r.value("case", ""))}};
     } catch (const StageFailure& failure) {
       return {{"error", failure.what()}};
     }
@@ -539,6 +614,27 @@ json RunFibOptimizeReport(accelopt::sdk::StageContext& ctx) {
     md << line;
   }
   json report = {{"cases", cases}};
+  // The LLM spend against its caps, and the definitions a cap stopped (docs/llm.md, "Spend caps").
+  std::vector<std::string> names;
+  for (auto it = best.begin(); it != best.end(); ++it) names.push_back(it.key());
+  const json spend = ctx.LlmSpend(ctx.Param<std::string>("llm"), names);
+  if (spend.is_object()) {
+    report["spend"] = spend;
+    const json problems = spend.value("problems", json::object());
+    for (auto& c : report["cases"]) {
+      const json p = problems.value(c.value("definition", ""), json::object());
+      c["llm_spend"] = p;
+      if (p.contains("stopped") && p["stopped"].is_string()) {
+        c["stopped"] = p["stopped"];
+        md << "\n" << c.value("definition", "") << ": search stopped: " << p["stopped"].get<std::string>() << "\n";
+      }
+    }
+    const json run_spend = spend.value("run", json::object());
+    md << "\nLLM (endpoint " << spend.value("endpoint", "") << "): " << run_spend.value("requests", 0) << " requests, "
+       << run_spend.value("tokens", 0) << " tokens, " << run_spend.value("usd", 0.0) << " USD; caps per problem "
+       << CapsText(spend["caps"].value("problem", json::object())) << ", per run " << CapsText(spend["caps"].value("run", json::object()))
+       << ".\n";
+  }
   accelopt::sdk::WriteJsonFile(run / "optimize_report.json", report);
   accelopt::sdk::WriteFile(run / "optimize_report.md", md.str());
   ctx.Info("\n" + md.str());

@@ -116,7 +116,8 @@ constexpr const char* kFibSelectParams = R"JSON({
   "candidates": {"type": "any", "required": true, "doc": "fib_execute's outputs (or fib_optimize_init's cases)"},
   "results": {"type": "any", "required": true, "doc": "the candidates' native:fib_evaluate for_each outputs"},
   "best": {"type": "any", "default": {}, "doc": "case -> best candidate so far"},
-  "beam_width": {"type": "integer", "default": 2, "doc": "TOPK_CANDIDATES: candidates per case carried on"}
+  "beam_width": {"type": "integer", "default": 2, "doc": "TOPK_CANDIDATES: candidates per case carried on"},
+  "llm": {"type": "string", "default": "default", "doc": "endpoint whose spend caps are checked: a definition at its cap leaves the beam (docs/llm.md, Spend caps)"}
 })JSON";
 
 const std::string kSummarizeParams = "{" R"JSON(
@@ -126,7 +127,8 @@ const std::string kSummarizeParams = "{" R"JSON(
   "min_threshold": {"type": "number", "default": 1.15, "doc": "a negative rewrite needs speedup < 1/this"},)JSON" + kLlm + "}";
 
 constexpr const char* kReportParams = R"JSON({
-  "best": {"type": "any", "required": true, "doc": "fib_select's best (the loop's carry)"}
+  "best": {"type": "any", "required": true, "doc": "fib_select's best (the loop's carry)"},
+  "llm": {"type": "string", "default": "default", "doc": "endpoint whose spend and caps the report shows (docs/llm.md, Spend caps)"}
 })JSON";
 
 constexpr const char* kInitOutputs = R"JSON({
@@ -138,18 +140,22 @@ constexpr const char* kInitOutputs = R"JSON({
 
 constexpr const char* kPlanOutputs = R"JSON({
   "plans": {"type": "array", "doc": "case, parent (the beam candidate), index, plan"},
-  "failures": {"type": "array", "doc": "planner calls that failed or answered nothing"}
+  "failures": {"type": "array", "doc": "planner calls that failed or answered nothing"},
+  "stopped": {"type": "object", "doc": "definition -> why its LLM spend cap stops it (no plans for it)"},
+  "not_sent": {"type": "integer", "doc": "planner calls refused by a spend cap (not sent)"}
 })JSON";
 
 constexpr const char* kExecuteOutputs = R"JSON({
   "candidates": {"type": "array", "doc": "id, case, item (with the candidate as its only solution), solution (FIB JSON), solution_path, parent, parent_solution, parent_latency_ms, plan_index, sample, plan"},
-  "failures": {"type": "array", "doc": "samples without a code block (AccelOpt: No implementation found)"}
+  "failures": {"type": "array", "doc": "samples without a code block (AccelOpt: No implementation found)"},
+  "not_sent": {"type": "integer", "doc": "executor calls refused by a spend cap (not sent)"}
 })JSON";
 
 constexpr const char* kFibSelectOutputs = R"JSON({
   "beam": {"type": "array", "doc": "the next beam: per case the beam_width fastest passing candidates (parents compete)"},
   "best": {"type": "object", "doc": "case -> best candidate so far, with baseline_latency_ms"},
-  "records": {"type": "array", "doc": "every candidate with status, latency_ms and speedup vs its parent"}
+  "records": {"type": "array", "doc": "every candidate with status, latency_ms and speedup vs its parent"},
+  "stopped": {"type": "object", "doc": "definition -> why its LLM spend cap ended its search (it left the beam)"}
 })JSON";
 
 constexpr const char* kSummarizeOutputs = R"JSON({
@@ -157,7 +163,8 @@ constexpr const char* kSummarizeOutputs = R"JSON({
 })JSON";
 
 constexpr const char* kReportOutputs = R"JSON({
-  "cases": {"type": "array", "doc": "definition, baseline_latency_ms, best_latency_ms, speedup, solution, file"}
+  "cases": {"type": "array", "doc": "definition, baseline_latency_ms, best_latency_ms, speedup, solution, file, llm_spend, stopped (a spend cap's reason)"},
+  "spend": {"type": "object", "doc": "the LLM endpoint's spend caps and what was spent (run and per definition)"}
 })JSON";
 
 const AccelStageDescriptor kStages[] = {

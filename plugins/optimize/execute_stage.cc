@@ -111,6 +111,20 @@ json RunExecute(StageContext& ctx) {
     any_llm = any_llm || llm;
     for (int s = 0; s < (llm ? k : 1); ++s) jobs.push_back({p, s, llm});
   }
+  // LLM plans of a problem whose spend cap (or the run's) is reached are not executed: no
+  // request is sent for them (docs/llm.md, "Spend caps"). They count as not_sent.
+  int not_sent = 0;
+  if (any_llm) {
+    const auto capped = SpendStopped(ctx, endpoint, plans);
+    if (!capped.empty()) {
+      std::vector<Job> open;
+      for (const Job& job : jobs) {
+        if (job.llm && capped.count(plans[job.plan].value("candidate", json::object()).value("case_name", ""))) ++not_sent;
+        else open.push_back(job);
+      }
+      jobs = open;
+    }
+  }
   const bool diff_format = with.value("edit_format", std::string("source")) == "diff";
   std::optional<Prompts> prompts;
   std::string system;
@@ -238,6 +252,10 @@ json RunExecute(StageContext& ctx) {
   json candidates = json::array();
   json failures = json::array();
   for (auto& result : results) {
+    if (result.value("status", "") == "failed" && result["error"].value("kind", "") == kSpendCapKind) {
+      ++not_sent;  // refused by a spend cap: never sent, not a failed candidate
+      continue;
+    }
     if (result.value("status", "") == "failed") {
       ctx.Warn(result.value("id", "") + ": " + result["error"].value("kind", "") + ": " + result["error"].value("message", ""));
       WriteJson(kernels / (SafeName(result.value("id", "x")) + ".json"), result);
@@ -247,9 +265,12 @@ json RunExecute(StageContext& ctx) {
     }
   }
   caller.Save(ctx, "execute");
+  const auto stopped = any_llm ? SpendStopped(ctx, endpoint, plans) : std::map<std::string, std::string>{};
   ctx.Info(std::to_string(candidates.size()) + " candidate kernels from " + std::to_string(plans.size()) + " plans" +
-           (failures.empty() ? "" : ", " + std::to_string(failures.size()) + " failed"));
-  return {{"candidates", candidates}, {"failures", failures}, {"usage", caller.UsageJson()}};
+           (failures.empty() ? "" : ", " + std::to_string(failures.size()) + " failed") +
+           (not_sent ? ", " + std::to_string(not_sent) + " not sent (spend cap)" : ""));
+  return {{"candidates", candidates}, {"failures", failures}, {"usage", caller.UsageJson()},
+          {"stopped", StoppedJson(stopped)}, {"not_sent", not_sent}};
 }
 
 }  // namespace accelopt_optimize

@@ -1,5 +1,7 @@
 #include "llm_caller.h"
 
+#include <set>
+
 #include "common.h"
 
 namespace fs = std::filesystem;
@@ -7,13 +9,14 @@ namespace fs = std::filesystem;
 namespace accelopt_optimize {
 
 json Usage::ToJson() const {
-  return {{"requests", requests}, {"failed", failed}, {"prompt_tokens", prompt_tokens},
+  return {{"requests", requests}, {"failed", failed}, {"not_sent", not_sent}, {"prompt_tokens", prompt_tokens},
           {"completion_tokens", completion_tokens}, {"total_tokens", prompt_tokens + completion_tokens}, {"cost_usd", cost_usd}};
 }
 
 void Usage::Add(const Usage& other) {
   requests += other.requests;
   failed += other.failed;
+  not_sent += other.not_sent;
   prompt_tokens += other.prompt_tokens;
   completion_tokens += other.completion_tokens;
   cost_usd += other.cost_usd;
@@ -33,6 +36,7 @@ json LlmCaller::Chat(const std::string& case_name, const std::string& system, co
   if (temperature_) request["temperature"] = *temperature_;
   if (max_tokens_) request["max_tokens"] = *max_tokens_;
   if (seed) request["seed"] = *seed;
+  if (!case_name.empty()) request["problem"] = case_name;  // the per-problem spend caps
   // A stage past its timeout (or a Ctrl-C'd run) may still have queued calls:
   // they are not sent, so an abandoned stage spends no more tokens.
   if (ctx_.Cancelled()) throw StageFailure("cancelled", "the stage was cancelled (timeout or interrupt); request not sent");
@@ -46,12 +50,35 @@ json LlmCaller::Chat(const std::string& case_name, const std::string& system, co
     std::lock_guard<std::mutex> lock(mutex_);
     by_case_[case_name].Add(usage);
     return response;
-  } catch (...) {
-    usage.failed = 1;
+  } catch (const std::exception& error) {
+    (IsSpendCap(error) ? usage.not_sent : usage.failed) = 1;
     std::lock_guard<std::mutex> lock(mutex_);
     by_case_[case_name].Add(usage);
     throw;
   }
+}
+
+bool IsSpendCap(const std::exception& error) {
+  const auto* failure = dynamic_cast<const StageFailure*>(&error);
+  return failure != nullptr && failure->kind == kSpendCapKind;
+}
+
+std::map<std::string, std::string> SpendStopped(const StageContext& ctx, const std::string& endpoint, const json& items,
+                                                const std::string& key) {
+  std::set<std::string> cases;
+  for (const auto& item : items) {
+    if (!item.is_object()) continue;
+    const json& holder = item.contains(key) ? item : item.value("candidate", json::object());
+    const json name = holder.value(key, json());
+    if (name.is_string() && !name.get<std::string>().empty()) cases.insert(name.get<std::string>());
+  }
+  return ctx.LlmStopped(endpoint, std::vector<std::string>(cases.begin(), cases.end()));
+}
+
+json StoppedJson(const std::map<std::string, std::string>& stopped) {
+  json out = json::object();
+  for (const auto& [name, reason] : stopped) out[name] = reason;
+  return out;
 }
 
 json LlmCaller::UsageJson() const {
@@ -67,7 +94,10 @@ json LlmCaller::UsageJson() const {
 
 void LlmCaller::Save(const StageContext& ctx, const std::string& stage) const {
   json usage = UsageJson();
-  if (usage["total"]["requests"].get<int64_t>() == 0 && usage["total"]["failed"].get<int64_t>() == 0) return;
+  if (usage["total"]["requests"].get<int64_t>() == 0 && usage["total"]["failed"].get<int64_t>() == 0 &&
+      usage["total"]["not_sent"].get<int64_t>() == 0) {
+    return;
+  }
   AppendJsonLine(fs::path(ctx.RunDir()) / "optimize" / "llm_usage.jsonl",
                  {{"key", ctx.StageDir()}, {"stage", stage}, {"usage", usage}});
 }

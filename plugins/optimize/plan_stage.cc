@@ -1,4 +1,5 @@
 // native:optimize_init and native:plan.
+#include <atomic>
 #include <cctype>
 #include <filesystem>
 #include <map>
@@ -171,6 +172,12 @@ json RunPlan(StageContext& ctx) {
   // LLM moves constrained to the rule vocabulary (docs/search.md, "LLM moves").
   const bool vocabulary = llm && with.value("vocabulary", false);
   const fs::path dir = ctx.StageDir();
+  // Problems whose LLM spend cap (or the run's) is reached get no plans: their search is
+  // over (docs/llm.md, "Spend caps"); output `stopped` says why.
+  const std::map<std::string, std::string> capped =
+      llm ? SpendStopped(ctx, endpoint, beam) : std::map<std::string, std::string>{};
+  auto is_capped = [&](const json& member) { return capped.count(member.value("case_name", "")) > 0; };
+  std::atomic<int> not_sent{0};  // planner calls refused by a spend cap mid-stage
 
   // One job per (beam member, plan index); results land at their index.
   struct Job {
@@ -179,6 +186,7 @@ json RunPlan(StageContext& ctx) {
   };
   std::vector<Job> jobs;
   for (size_t m = 0; m < beam.size(); ++m) {
+    if (is_capped(beam[m])) continue;
     for (int i = 0; i < (llm ? n : 1); ++i) jobs.push_back({m, i});
   }
   std::vector<json> plans(jobs.size(), json::array());
@@ -196,6 +204,7 @@ json RunPlan(StageContext& ctx) {
   std::vector<json> data(beam.size());
   for (size_t m = 0; m < beam.size(); ++m) {
     const json& member = beam[m];
+    if (is_capped(member)) continue;  // no job
     if (llm) {
       data[m] = PlannerData(WithLaunchCost(ctx, member), memory, glossary, with.value("max_experiences", 16), n);
       if (vocabulary) {
@@ -295,6 +304,10 @@ json RunPlan(StageContext& ctx) {
         }
       }
     } catch (const std::exception& error) {
+      if (IsSpendCap(error)) {  // not sent, not a planner failure: the problem's search is over
+        ++not_sent;
+        return;
+      }
       json err = ErrorJson(error);
       errors[j] = {{"candidate", member.value("id", "")}, {"case_name", case_name}, {"plan_id", plan_id}, {"error", err}};
       ctx.Warn(member.value("id", "") + " " + plan_id + ": " + err["kind"].get<std::string>() + ": " + err["message"].get<std::string>());
@@ -356,9 +369,14 @@ json RunPlan(StageContext& ctx) {
                        {"origin", plan["origin"]}});
   }
   WriteJson(dir / "planner_results.json", summary);
+  const std::map<std::string, std::string> stopped =
+      llm ? SpendStopped(ctx, endpoint, beam) : std::map<std::string, std::string>{};
+  for (const auto& [case_name, reason] : stopped) ctx.Info(case_name + ": no more plans: " + reason);
   ctx.Info(std::to_string(out_plans.size()) + " plans for " + std::to_string(beam.size()) + " candidate(s)" +
-           (out_errors.empty() ? "" : ", " + std::to_string(out_errors.size()) + " failed"));
-  return {{"plans", out_plans}, {"errors", out_errors}, {"mode", llm ? "llm" : "rules"}, {"usage", caller.UsageJson()}};
+           (out_errors.empty() ? "" : ", " + std::to_string(out_errors.size()) + " failed") +
+           (not_sent ? ", " + std::to_string(not_sent.load()) + " not sent (spend cap)" : ""));
+  return {{"plans", out_plans}, {"errors", out_errors}, {"mode", llm ? "llm" : "rules"}, {"usage", caller.UsageJson()},
+          {"stopped", StoppedJson(stopped)}, {"not_sent", not_sent.load()}};
 }
 
 }  // namespace accelopt_optimize

@@ -57,7 +57,8 @@ constexpr const char* kSelectParams = R"JSON({
   "beam": {"type": "any", "required": true, "doc": "the current beam"},
   "records": {"type": "any", "required": true, "doc": "scored records of this iteration (list, or score/fixer outputs)"},
   "best": {"type": "any", "default": {}, "doc": "case_name -> best kernel so far (elitism)"},
-  "beam_width": {"type": "integer", "default": 6, "doc": "B: kernels per problem in the next beam"}
+  "beam_width": {"type": "integer", "default": 6, "doc": "B: kernels per problem in the next beam"},
+  "llm": {"type": "string", "default": "default", "doc": "LLM endpoint whose spend caps are checked: a problem at its cap leaves the beam (docs/llm.md, Spend caps)"}
 })JSON";
 
 const std::string kSummarizeParams = "{" R"JSON(
@@ -112,6 +113,7 @@ constexpr const char* kReportParams = R"JSON({
   "target": {"type": "string", "default": "trn1", "enum": ["trn1", "trn2"], "doc": "peak model target (trn1, trn2)"},
   "mode": {"type": "string", "default": "", "enum": ["", "llm", "rules"], "doc": "llm or rules (shown in the report)"},
   "out_dir": {"type": "string", "default": "", "doc": "where to write (default: the run directory)"},
+  "llm": {"type": "string", "default": "default", "doc": "LLM endpoint whose spend caps and spend the report shows (docs/llm.md, Spend caps)"},
   "evaluated": {"type": "any", "default": null, "doc": "what the search has evaluated so far (e.g. the loop's carry.used or iterations); not read: a change makes `run --resume` write the report again from optimize/records.jsonl"}
 })JSON";
 
@@ -130,11 +132,15 @@ const std::string kPlanOutputs = R"JSON({
   "plans": {"type": "array", "doc": "one object per plan (candidate, plan text, id, ...)"},
   "errors": {"type": "array", "doc": "planner calls that failed"},
   "mode": {"type": "string", "doc": "llm or rules"},
+  "stopped": {"type": "object", "doc": "case_name -> why its LLM spend cap stops it (no plans for it; docs/llm.md, 'Spend caps')"},
+  "not_sent": {"type": "integer", "doc": "planner calls refused by a spend cap (never sent, not errors)"},
   )JSON" + std::string(kUsageDoc) + "}";
 
 const std::string kExecuteOutputs = R"JSON({
   "candidates": {"type": "array", "doc": "kernel files written, one object per sample (id, kernel, reference, lineage, ...)"},
   "failures": {"type": "array", "doc": "samples that produced no kernel, with their error"},
+  "stopped": {"type": "object", "doc": "case_name -> why its LLM spend cap stops it (docs/llm.md, 'Spend caps')"},
+  "not_sent": {"type": "integer", "doc": "samples not requested because of a spend cap (neither candidates nor failures)"},
   )JSON" + std::string(kUsageDoc) + "}";
 
 const std::string kScoreOutputs = R"JSON({
@@ -154,7 +160,8 @@ const std::string kSelectOutputs = R"JSON({
   "improved": {"type": "any", "doc": "cases whose best improved this iteration"},
   "dropped": {"type": "any", "doc": "candidates dropped as duplicates or as screened only (not confirmed)"},
   "confirm_below_ms": {"type": "object", "doc": "case_name -> latency (ms) a screened candidate must beat to enter the next beam: its slowest member's, for a full beam (absent: any candidate could enter); native:profile's confirm_below_ms"},
-  "finished": {"type": "array", "doc": "cases whose every reply of this iteration repeated an evaluated kernel after a re-ask naming it (the model converged): they left the beam (docs/llm.md, 'Re-asks')"}
+  "finished": {"type": "array", "doc": "cases that left the beam: every reply of this iteration repeated an evaluated kernel after a re-ask naming it (the model converged; docs/llm.md, 'Re-asks'), or an LLM spend cap stopped them (`stopped`)"},
+  "stopped": {"type": "object", "doc": "case_name -> why its LLM spend cap (or the run's) ended its search: 'spend cap: 500 requests per problem reached (500 spent)' (docs/llm.md, 'Spend caps')"}
 })JSON";
 
 const std::string kSummarizeOutputs = R"JSON({
@@ -178,6 +185,7 @@ const std::string kReportOutputs = R"JSON({
   "improved": {"type": "integer", "doc": "problems that got faster"},
   "problems": {"type": "integer", "doc": "problems in the report"},
   "llm": {"type": "object", "doc": "LLM requests, tokens and cost of the whole run"},
+  "spend": {"type": "object", "doc": "the LLM endpoint's spend caps and what was spent, per run and per problem, with the reason a cap stopped a problem (null without an LLM; docs/llm.md, 'Spend caps')"},
   "target": {"type": "string", "doc": "trn1 or trn2"},
   "mode": {"type": "string", "doc": "llm or rules"},
   "markdown": {"type": "string", "doc": "path of optimize_report.md"},

@@ -30,6 +30,7 @@ std::map<std::string, Usage> UsageByCase(const fs::path& run_dir, Usage* total) 
       Usage usage;
       usage.requests = u.value("requests", int64_t{0});
       usage.failed = u.value("failed", int64_t{0});
+      usage.not_sent = u.value("not_sent", int64_t{0});
       usage.prompt_tokens = u.value("prompt_tokens", int64_t{0});
       usage.completion_tokens = u.value("completion_tokens", int64_t{0});
       usage.cost_usd = u.value("cost_usd", 0.0);
@@ -111,6 +112,16 @@ json RunReport(StageContext& ctx) {
   Usage total_usage;
   auto usage = UsageByCase(ctx.RunDir(), &total_usage);
   auto counts = CountsByCase(ctx.RunDir());
+  // The LLM spend against its caps, from the host (docs/llm.md, "Spend caps"): per problem,
+  // and the reason a cap ended a problem's search. Null without an LLM endpoint.
+  std::vector<std::string> case_names;
+  for (const auto& [case_name, baseline] : baselines.items()) case_names.push_back(case_name);
+  const json spend = ctx.LlmSpend(with.value("llm", std::string("default")), case_names);
+  const json spend_problems = spend.is_object() ? spend.value("problems", json::object()) : json::object();
+  std::map<std::string, std::string> stopped;  // case -> why a spend cap ended its search
+  for (const auto& [case_name, p] : spend_problems.items()) {
+    if (p.is_object() && p.contains("stopped") && p["stopped"].is_string()) stopped[case_name] = p["stopped"];
+  }
 
   json rows = json::array();
   std::ostringstream md;
@@ -125,6 +136,9 @@ json RunReport(StageContext& ctx) {
     Usage u = usage.count(case_name) ? usage[case_name] : Usage{};
     row["candidates"] = c;
     row["llm"] = u.ToJson();
+    if (spend_problems.contains(case_name)) row["llm_spend"] = spend_problems[case_name];
+    if (stopped.count(case_name)) row["stopped"] = stopped[case_name];
+    const std::string stop_note = stopped.count(case_name) ? "; search stopped: " + Cell(stopped[case_name]) : "";
     if (!baseline.value("ok", false)) {
       row["status"] = "baseline_failed";
       row["error"] = baseline.value("error", json());
@@ -187,7 +201,7 @@ json RunReport(StageContext& ctx) {
     md << "| " << Cell(row["problem"].get<std::string>()) << " | " << Cell(case_name) << " | " << Fixed(original, 5) << " | " << Fixed(latency, 5)
        << " | " << Fixed(speedup) << "x | " << Pct(peak_before) << " | " << Pct(peak_after) << " | " << c["candidates"].get<int>()
        << " (" << c["correct"].get<int>() << ") | " << (u.prompt_tokens + u.completion_tokens) << " | " << Fixed(u.cost_usd, 4)
-       << " | " << (better ? Cell(winner.value("id", "")) + ": " + lineage : lineage) << " |\n";
+       << " | " << (better ? Cell(winner.value("id", "")) + ": " + lineage : lineage) << stop_note << " |\n";
   }
   const double geomean = n_ok > 0 ? std::exp(log_sum / n_ok) : 1.0;
   md << "\nGeomean speedup " << Fixed(geomean) << "x over " << n_ok << " problem(s); " << improved << " improved. LLM: "
@@ -195,6 +209,35 @@ json RunReport(StageContext& ctx) {
      << (total_usage.prompt_tokens + total_usage.completion_tokens) << " tokens, " << Fixed(total_usage.cost_usd, 4) << " USD.\n";
   json report = {{"rows", rows}, {"geomean_speedup", geomean}, {"improved", improved}, {"problems", rows.size()},
                  {"llm", total_usage.ToJson()}, {"target", target}, {"mode", with.value("mode", "")}};
+  report["spend"] = spend;
+  if (spend.is_object()) {
+    const json run = spend.value("run", json::object());
+    const json caps = spend.value("caps", json::object());
+    auto caps_text = [](const json& scope) {
+      std::string out;
+      for (const char* key : {"requests", "tokens", "usd"}) {
+        const json value = scope.is_object() ? scope.value(key, json()) : json();
+        out += (out.empty() ? "" : " / ") +
+               (value.is_null() ? std::string("no ") + key + " cap"
+                                : (value.is_number_float() ? Significant(value.get<double>(), 6) : value.dump()) + " " +
+                                      (std::string(key) == "usd" ? "USD" : key));
+      }
+      return out;
+    };
+    md << "\nLLM spend caps (endpoint " << Cell(spend.value("endpoint", "")) << "): per problem "
+       << caps_text(caps.value("problem", json())) << "; per run " << caps_text(caps.value("run", json())) << ". Spent: "
+       << run.value("requests", int64_t{0}) << " requests, " << run.value("tokens", int64_t{0}) << " tokens, "
+       << Fixed(run.value("usd", 0.0), 4) << " USD"
+       << (run.value("refused", int64_t{0}) > 0 ? ", " + std::to_string(run.value("refused", int64_t{0})) + " refused (not sent)" : "")
+       << ".\n";
+    if (run.contains("stopped") && run["stopped"].is_string()) {
+      md << "\n**The run's LLM spend cap ended the search:** " << Cell(run["stopped"].get<std::string>()) << ".\n";
+    } else {
+      for (const auto& [case_name, reason] : stopped) {
+        md << "\n**" << Cell(case_name) << ": search stopped:** " << Cell(reason) << ".\n";
+      }
+    }
+  }
   // A run in LLM mode that asked the model and got no candidate at all did not optimize
   // anything: the report says why and the stage fails, so the run exits 1 (docs/llm.md, "Re-asks").
   int produced = 0;
@@ -205,6 +248,7 @@ json RunReport(StageContext& ctx) {
               " LLM request(s) (" + std::to_string(total_usage.failed) +
               " failed) and none of them gave a kernel to evaluate (replies refused, failed or cut off by a stage timeout: see the "
               "stages' warnings and errors and llm/transcript.jsonl)";
+    if (!stopped.empty()) nothing += "; then an LLM spend cap ended the search: " + stopped.begin()->second;
     md << "\n**The run failed:** " << nothing << ".\n";
     report["failure"] = {{"kind", "no_candidates"}, {"message", nothing}};
   }

@@ -71,6 +71,14 @@ json RunSelect(StageContext& ctx) {
                " replies of this iteration repeated an evaluated kernel after a re-ask naming the repeat)");
     }
   }
+  // A case whose LLM spend cap (or the run's) is reached is finished too: its search is over,
+  // the best so far stays (docs/llm.md, "Spend caps"). Output `stopped` says why.
+  json beam_and_records = beam;
+  for (const auto& record : records) beam_and_records.push_back(record);
+  const auto stopped = SpendStopped(ctx, with.value("llm", std::string("default")), beam_and_records);
+  for (const auto& [case_name, reason] : stopped) {
+    if (finished.insert(case_name).second) ctx.Info(case_name + ": search stopped: " + reason);
+  }
   int offered = 0;
   json dropped = json::array();
   for (const auto& record : records) {
@@ -128,7 +136,7 @@ json RunSelect(StageContext& ctx) {
   WriteJson(fs::path(ctx.StageDir()) / "best.json", new_best);
   ctx.Info("beam: " + std::to_string(next.size()) + " kernels from " + std::to_string(offered) + " new correct candidates");
   return {{"beam", next}, {"best", new_best}, {"improved", improved}, {"dropped", dropped}, {"confirm_below_ms", confirm_below},
-          {"finished", json(finished)}};
+          {"finished", json(finished)}, {"stopped", StoppedJson(stopped)}};
 }
 
 }  // namespace accelopt_optimize

@@ -77,6 +77,17 @@ json RunSummarize(StageContext& ctx) {
   json selection_log = json::object();
   std::vector<Pick> picks = SelectRewrites(records, max_threshold, min_threshold, top_k, &selection_log);
   const bool llm = !picks.empty() && UseLlm(ctx, with.value("mode", "auto"), endpoint);
+  if (llm) {
+    // A problem whose LLM spend cap is reached gets no summary: no request for it (docs/llm.md, "Spend caps").
+    const auto capped = SpendStopped(ctx, endpoint, records);
+    if (!capped.empty()) {
+      std::vector<Pick> open;
+      for (auto& pick : picks) {
+        if (!capped.count(pick.record.value("case_name", ""))) open.push_back(std::move(pick));
+      }
+      picks = std::move(open);
+    }
+  }
   std::optional<Prompts> prompts;
   std::string system;
   if (llm) {
@@ -145,7 +156,7 @@ json RunSummarize(StageContext& ctx) {
       items[i] = item;
     } catch (const std::exception& error) {
       errors[i] = {{"id", id}, {"error", ErrorJson(error)}};
-      ctx.Warn(id + ": summary failed: " + error.what());
+      if (!IsSpendCap(error)) ctx.Warn(id + ": summary failed: " + error.what());
     }
   });
 

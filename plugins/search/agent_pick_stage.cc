@@ -24,9 +24,22 @@ json RunAgentPick(StageContext& ctx) {
   const int window = ctx.Param<int>("reflexion_window");
   json picked = json::array();
   bool all_done = true;
+  // A problem whose LLM spend cap (or the run's) is reached is done: its search is over, with
+  // the cap as the reason (docs/llm.md, "Spend caps"), instead of asking round after round.
+  std::vector<std::string> running;
+  for (const auto& [case_name, c] : state["cases"].items()) {
+    if (!c.value("done", false)) running.push_back(case_name);
+  }
+  const auto stopped = ctx.LlmStopped(ctx.Param<std::string>("llm"), running);
   for (auto& [case_name, c] : state["cases"].items()) {
     c["picked"] = nullptr;
     if (c.value("done", false)) continue;
+    if (auto it = stopped.find(case_name); it != stopped.end()) {
+      c["done"] = true;
+      c["done_reason"] = it->second;
+      ctx.Info(case_name + ": search stopped: " + it->second);
+      continue;
+    }
     const std::string current = c["current"].value("id", "");
     std::set<std::string> tried;
     for (const auto& t : c["tried"]) tried.insert(t.get<std::string>());

@@ -42,7 +42,8 @@ const std::string kPriorsParams = "{" + kGraphParam + R"JSON(,
 const std::string kSelectParams = "{" + kGraphParam + R"JSON(,
   "iteration": {"type": "integer", "default": 0, "doc": "the round (loop.iteration): seeds the root noise, names the plans"},
   "seed": {"type": "integer", "default": 0, "doc": "base seed of the root noise"},
-  "revive_pruned": {"type": "boolean", "default": true, "doc": "when a problem has no live move left but budget to spend, its pruned moves become untried (priors by their weight) instead of the problem ending as exhausted"},)JSON" + kSearchParams + "}";
+  "revive_pruned": {"type": "boolean", "default": true, "doc": "when a problem has no live move left but budget to spend, its pruned moves become untried (priors by their weight) instead of the problem ending as exhausted"},
+  "llm": {"type": "string", "default": "default", "doc": "LLM endpoint whose spend caps are checked: a problem at its cap is done (done_reason spend_cap, stop_reason the cap; docs/llm.md, Spend caps)"},)JSON" + kSearchParams + "}";
 
 const std::string kTransposeParams = "{" + kGraphParam + R"JSON(,
   "execute": {"type": "any", "required": true, "doc": "native:execute's outputs (candidates and failures of the selected moves)"}
@@ -92,7 +93,8 @@ const std::string kAgentInitParams = R"JSON({
 const std::string kAgentPickParams = R"JSON({
   "state": {"type": "object", "required": true, "doc": "the agent state (carried)"},
   "plans": {"type": "any", "required": true, "doc": "native:plan's outputs (or list) for the current kernels"},
-  "reflexion_window": {"type": "integer", "default": 3, "doc": "lessons rendered into the executor prompt (the newest)"}
+  "reflexion_window": {"type": "integer", "default": 3, "doc": "lessons rendered into the executor prompt (the newest)"},
+  "llm": {"type": "string", "default": "default", "doc": "LLM endpoint whose spend caps are checked: a problem at its cap is done, the cap its done_reason (docs/llm.md, Spend caps)"}
 })JSON";
 const std::string kAgentStepParams = R"JSON({
   "state": {"type": "object", "required": true, "doc": "the agent state (agent_pick's output)"},

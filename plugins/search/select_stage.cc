@@ -18,6 +18,12 @@ json RunMcgsSelect(StageContext& ctx) {
   graph["round"] = round;
   json plans = json::array();
   bool all_done = true;
+  // A problem whose LLM spend cap (or the run's) is reached is done (docs/llm.md, "Spend caps").
+  std::vector<std::string> running;
+  for (const auto& [case_name, cg] : graph["cases"].items()) {
+    if (!cg.value("done", false)) running.push_back(case_name);
+  }
+  const auto stopped = ctx.LlmStopped(ctx.Param<std::string>("llm"), running);
   for (auto& [case_name, cg] : graph["cases"].items()) {
     // Pending moves of an earlier round that never came back (a stage failed) are tried again.
     for (auto& [id, node] : cg["nodes"].items()) {
@@ -27,6 +33,14 @@ json RunMcgsSelect(StageContext& ctx) {
     }
     cg["pending"] = json::array();
     if (cg.value("done", false)) continue;
+    if (auto it = stopped.find(case_name); it != stopped.end()) {
+      cg["done"] = true;
+      cg["done_reason"] = "spend_cap";
+      cg["stop_reason"] = it->second;
+      AddEvent(graph, {{"type", "done"}, {"case", case_name}, {"reason", it->second}});
+      ctx.Info(case_name + ": search stopped: " + it->second);
+      continue;
+    }
     const int remaining = params.budget - cg.value("evaluations", 0);
     if (remaining <= 0) {
       cg["done"] = true;

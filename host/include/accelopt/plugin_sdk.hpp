@@ -30,10 +30,12 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -96,6 +98,34 @@ class StageContext {
     char* error = nullptr;
     char* result = host_->llm_chat(host_->ctx, Dump(request).c_str(), &error);
     return TakeResult(result, error, "llm_error", "LLM call");
+  }
+
+  /// The spend caps of LLM endpoint `endpoint` and what was spent (docs/llm.md, "Spend
+  /// caps"): {"caps", "run": {..., "stopped"}, "problems": {name: {requests, tokens, usd,
+  /// refused, stopped}}} for `problems` (every problem seen when empty); "stopped" is the
+  /// reason a next request would be refused ("spend cap: 200 requests per problem reached
+  /// (200 spent)") or null. Null when the run has no such endpoint (or no LLM at all).
+  nlohmann::json LlmSpend(const std::string& endpoint, const std::vector<std::string>& problems = {}) const {
+    try {
+      nlohmann::json status = LlmChat({{"spend", true}, {"endpoint", endpoint}, {"problems", problems}});
+      return status.value("available", false) ? status : nlohmann::json();
+    } catch (const StageFailure&) {
+      return nullptr;  // no LLM service: nothing is capped
+    }
+  }
+
+  /// problem -> reason for each of `problems` that may not send another request to
+  /// `endpoint` because its spend cap, or the run's, is reached (LlmSpend); empty without an LLM.
+  std::map<std::string, std::string> LlmStopped(const std::string& endpoint, const std::vector<std::string>& problems) const {
+    std::map<std::string, std::string> stopped;
+    if (problems.empty()) return stopped;
+    const nlohmann::json status = LlmSpend(endpoint, problems);
+    if (!status.is_object()) return stopped;
+    const nlohmann::json problems_spend = status.value("problems", nlohmann::json::object());  // items() must not outlive it
+    for (const auto& [name, spend] : problems_spend.items()) {
+      if (spend.is_object() && spend.contains("stopped") && spend["stopped"].is_string()) stopped[name] = spend["stopped"];
+    }
+    return stopped;
   }
 
   /// module.function(arg) in an isolated worker process (untrusted code).

@@ -218,6 +218,7 @@ int RunCommand(const RunOptions& given, const std::vector<std::string>& argv) {
   }
 
   Progress progress(::isatty(STDERR_FILENO) && std::getenv("ACCELOPT_NO_PROGRESS") == nullptr);
+  progress.SetStatusSource([&services] { return services->ProgressText(); });  // the LLM spend against its caps
   Executor executor(pipeline, stages, *run_dir, progress);
   executor.SetCancelFlag(g_cancel);
   if (options.max_parallel > 0) executor.SetParallelCap(options.max_parallel);
@@ -247,6 +248,24 @@ int RunCommand(const RunOptions& given, const std::vector<std::string>& argv) {
   record->json()["stages"] = result.stages;
   const nlohmann::json summary = services->Summary();
   if (!summary.is_null()) record->json()["services"] = summary;
+  // The spend caps that stopped LLM requests (docs/llm.md, "Spend caps"): said once at the end.
+  if (summary.is_object() && summary.contains("llm") && summary.at("llm").is_object() && summary.at("llm").contains("spend")) {
+    const nlohmann::json spend_by_endpoint = summary.at("llm").at("spend");
+    for (const auto& [endpoint, spend] : spend_by_endpoint.items()) {
+      if (!spend.is_object()) continue;
+      const nlohmann::json run_spend = spend.value("run", nlohmann::json::object());
+      const nlohmann::json run_stopped = run_spend.value("stopped", nlohmann::json());
+      const nlohmann::json problems = spend.value("problems", nlohmann::json::object());
+      if (run_stopped.is_string()) spdlog::warn("LLM endpoint '{}': {}", endpoint, run_stopped.get<std::string>());
+      for (const auto& [problem, p] : problems.items()) {
+        const nlohmann::json stopped = p.is_object() ? p.value("stopped", nlohmann::json()) : nlohmann::json();
+        if (stopped.is_string() && !run_stopped.is_string())
+          spdlog::warn("LLM endpoint '{}', problem {}: {}", endpoint, problem, stopped.get<std::string>());
+      }
+      const int64_t refused = run_spend.value("refused", int64_t{0});
+      if (refused > 0) spdlog::info("LLM endpoint '{}': {} request(s) refused by a spend cap (not sent)", endpoint, refused);
+    }
+  }
   // One rule for status, exit code and the last line (cli/run_outcome.h, docs/cli.md).
   nlohmann::json first_llm_error;
   if (summary.is_object() && summary.contains("llm") && summary["llm"].value("transcript", nlohmann::json()).is_string())

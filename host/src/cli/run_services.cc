@@ -6,6 +6,7 @@
 #include "llm/client_registry.h"
 #include "llm/curl_chat_client.h"
 #include "llm/llm_error.h"
+#include "llm/spend_caps.h"
 #include "llm/usage_ledger.h"
 #include "plugin/host_services.h"
 #include "python/interpreter.h"
@@ -20,14 +21,28 @@ using nlohmann::json;
 
 // The `llm_chat` host service over a ClientRegistry. Request (AccelHostApi::llm_chat):
 //   {"endpoint"?: name (default "default"), "messages": [...], "temperature"?, "max_tokens"?,
-//    "seed"?: int, "extra"?: {...}}
+//    "seed"?: int, "extra"?: {...}, "problem"?: name (the per-problem spend caps)}
 // or {"describe": true, "endpoint"?: name} -> {"available", "endpoint", "model", "replaying"}
-// without calling the model. Response: content, reasoning, finish_reason, model, request_id,
-// prompt_tokens, completion_tokens, latency_ms (ms), attempts, replayed, cost_usd (USD,
-// at the endpoint's configured prices).
+// without calling the model, or {"spend": true, "endpoint"?: name, "problems"?: [names]} ->
+// the endpoint's spend caps and what was spent (SpendAccount::Status: "run" and "problems"
+// each with "stopped": the reason a next request would be refused, or null).
+// Response: content, reasoning, finish_reason, model, request_id, prompt_tokens,
+// completion_tokens, latency_ms (ms), attempts, replayed, cost_usd (USD, at the endpoint's
+// configured prices). A request over a spend cap fails with kind llm_spend_cap, unsent.
 json LlmChat(llm::ClientRegistry& registry, const json& request, const std::string& stage_id) {
   if (!request.is_object()) throw StageError("llm_config", "llm_chat: the request must be a JSON object");
   const std::string endpoint = request.value("endpoint", std::string("default"));
+  if (request.value("spend", false)) {
+    llm::SpendAccount* account = registry.Account(endpoint);
+    if (!account) return {{"available", false}, {"endpoint", endpoint}, {"reason", "no LLM endpoint '" + endpoint + "'"}};
+    std::vector<std::string> problems;
+    for (const auto& name : request.value("problems", json::array())) {
+      if (name.is_string()) problems.push_back(name.get<std::string>());
+    }
+    json status = account->Status(problems);
+    status["available"] = true;
+    return status;
+  }
   if (request.value("describe", false)) {
     if (!registry.Has(endpoint)) {
       std::string known;
@@ -41,6 +56,7 @@ json LlmChat(llm::ClientRegistry& registry, const json& request, const std::stri
   llm::ChatRequest chat;
   chat.endpoint = endpoint;
   chat.stage = stage_id;
+  if (request.contains("problem") && request["problem"].is_string()) chat.problem = request["problem"].get<std::string>();
   chat.messages = request.value("messages", json::array());
   if (request.contains("temperature") && request["temperature"].is_number()) chat.temperature = request["temperature"].get<double>();
   if (request.contains("max_tokens") && request["max_tokens"].is_number_integer()) chat.max_tokens = request["max_tokens"].get<int>();
@@ -72,12 +88,14 @@ class Services : public RunServices {
  public:
   ~Services() override { GlobalHostServices() = HostServices{}; }
 
-  /// {"llm": {"mode", "replay", "transcript", "endpoints", "usage": ledger summary}} or null.
+  /// {"llm": {"mode", "replay", "transcript", "endpoints", "usage": ledger summary,
+  ///  "spend": {endpoint: caps, spend and stop reasons}}} or null.
   json Summary() const override {
     json summary = nullptr;
     if (llm_) {
       json llm = llm_->Describe();
       llm["usage"] = llm_->Ledger().Summary();
+      llm["spend"] = llm_->SpendSummary();
       summary["llm"] = llm;
     }
     if (workers_) {
@@ -85,6 +103,9 @@ class Services : public RunServices {
     }
     return summary;
   }
+
+  /// The LLM spend against the caps for the progress line ("" without requests).
+  std::string ProgressText() const override { return llm_ ? llm_->SpendProgress() : std::string(); }
 
   std::unique_ptr<llm::ClientRegistry> llm_;
   std::unique_ptr<worker::ScopedWorkerPool> workers_;  // isolated_call: started on first use
@@ -110,9 +131,20 @@ std::unique_ptr<llm::ClientRegistry> StartLlm(const Pipeline& pipeline, const Ru
   }
   json described = registry->Describe();
   for (const auto& [name, endpoint] : described["endpoints"].items()) {
+    const std::string source = endpoint.value("base_url_source", std::string());
     spdlog::info("LLM endpoint '{}': model {} {}", name, endpoint.value("model", "?"),
                  registry->Replaying() ? "(replaying " + described.value("replay", json("")).dump() + ")"
-                                       : "at " + endpoint.value("base_url", "?"));
+                                       : "at " + endpoint.value("base_url", "?") +
+                                             (source.empty() || source == "llm block" ? "" : " (from " + source + ")"));
+    const llm::SpendCaps& caps = registry->Config(name).caps;
+    auto limits = [](const llm::CapLimits& c) {
+      auto one = [](bool set, const std::string& text) { return set ? text : std::string("no cap"); };
+      return one(c.requests > 0, std::to_string(c.requests) + " requests") + ", " +
+             one(c.tokens > 0, std::to_string(c.tokens) + " tokens") + ", " +
+             one(c.usd > 0, json(c.usd).dump() + " USD");
+    };
+    spdlog::info("LLM endpoint '{}': spend caps per problem {}; per run {} (llm.{}.caps; docs/llm.md)", name,
+                 limits(caps.problem), limits(caps.run), name);
   }
   return registry;
 }

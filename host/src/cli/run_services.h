@@ -27,6 +27,8 @@ class RunServices {
   virtual ~RunServices() = default;
   /// Summary for run.json (e.g. LLM token usage and cost); may be null.
   virtual nlohmann::json Summary() const { return nullptr; }
+  /// A short status for the progress line (the LLM spend against its caps); "" = nothing.
+  virtual std::string ProgressText() const { return ""; }
 };
 
 /// Installs the services `pipeline` needs. Throws ConfigError for a bad

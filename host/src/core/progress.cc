@@ -36,9 +36,27 @@ void Progress::Clear() {
   }
 }
 
+void Progress::SetStatusSource(std::function<std::string()> source) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  status_source_ = std::move(source);
+}
+
+std::string Progress::SearchLine() const {
+  std::string line = search_.Line(std::chrono::steady_clock::now());
+  if (status_source_) {
+    std::string status;
+    try {
+      status = status_source_();
+    } catch (const std::exception&) {
+    }
+    if (!status.empty()) line += " · " + status;
+  }
+  return line;
+}
+
 std::string Progress::WithSearch(const std::string& text) const {
   if (search_depth_ == 0) return text;
-  return "[" + search_.Line(std::chrono::steady_clock::now()) + "] " + text;
+  return "[" + SearchLine() + "] " + text;
 }
 
 void Progress::StageStarted(const std::string& stage_id, int64_t total_items) {
@@ -82,7 +100,7 @@ void Progress::SearchIterationFinished() {
     std::fprintf(stderr, "\r\033[K");
     line_shown_ = false;
   }
-  spdlog::info("search {}", search_.Line(std::chrono::steady_clock::now()));
+  spdlog::info("search {}", SearchLine());
 }
 
 void Progress::SearchItemsPlanned(int64_t total) {

@@ -5,9 +5,12 @@
 // loop group (a search), the line starts with the search's state: iteration,
 // candidates evaluated of the budget, best speedup so far and an ETA
 // (core/search_status.h); without a TTY that state is logged once per iteration.
+// A status source (SetStatusSource: the LLM spend against its caps, docs/llm.md
+// "Spend caps") is appended to the search state.
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <mutex>
 #include <string>
 
@@ -28,6 +31,10 @@ class Progress {
   void StageFinished(const std::string& stage_id, const std::string& status, double seconds);
   /// Clears the live line before other output; safe to call any time.
   void Clear();
+  /// Text shown with the search state (live line and per-iteration log), e.g. the LLM spend
+  /// "LLM 12/2000 req · 14.4k/40M tok · $0.01/$50"; "" shows nothing. Called under the
+  /// progress lock: it must not call back into Progress.
+  void SetStatusSource(std::function<std::string()> source);
 
   /// A loop group `loop_id` starts (a nested loop counts toward the outer one); `budget`:
   /// the loop's declared cap on candidates (its `budget:` key), if any.
@@ -48,6 +55,8 @@ class Progress {
  private:
   void Draw(const std::string& line);
   std::string WithSearch(const std::string& text) const;  // "[search state] text" while a search runs
+  std::string SearchLine() const;                         // the search state + the status source's text
+  std::function<std::string()> status_source_;
   bool live_;
   int search_depth_ = 0;
   SearchStatus search_;

@@ -29,6 +29,9 @@ struct ChatRequest {
   std::optional<int> max_tokens;      ///< Completion budget in tokens; overrides the endpoint's default.
   nlohmann::json extra = nlohmann::json::object();  ///< Extra body fields (response_format, seed, tools, top_p, ...).
   std::string stage;        ///< Calling stage id, for the transcript and the usage ledger.
+  /// The problem the request works on ("" = none), for the per-problem spend caps
+  /// (llm/spend_caps.h) and the transcript's meta. Not part of the request body or its key.
+  std::string problem;
 };
 
 /// A successful chat completion.

@@ -51,7 +51,11 @@ ClientRegistry::ClientRegistry(const json& llm_block, RegistryOptions options)
     if (name == kReplayKey || name == kRepeatKey) continue;
     specs[name] = spec;
   }
-  if (specs.empty() && env("ACCELOPT_LLM_BASE_URL") && env("ACCELOPT_LLM_MODEL")) specs["default"] = json::object();
+  // From the environment alone: a model and a server (ACCELOPT_LLM_BASE_URL, or the OpenAI
+  // SDKs' OPENAI_BASE_URL). A model name alone does not make a rules run talk to api.openai.com.
+  if (specs.empty() && env("ACCELOPT_LLM_MODEL") && (env("ACCELOPT_LLM_BASE_URL") || env("OPENAI_BASE_URL"))) {
+    specs["default"] = json::object();
+  }
   if (replay_store_) {
     for (const auto& name : replay_store_->RecordedEndpoints()) {
       if (!specs.count(name)) specs[name] = json::object();
@@ -94,10 +98,51 @@ ClientRegistry::ClientRegistry(const json& llm_block, RegistryOptions options)
     }
     std::unique_ptr<ChatClient> client =
         std::make_unique<RecordingChatClient>(std::move(inner), config, writer_, ledger_);
-    // On resume, replies already in the transcript are not requested (nor recorded) again.
+    // The spend caps are checked before a request is recorded or sent: a refused request is
+    // neither in the transcript nor in the ledger.
+    auto account = std::make_shared<SpendAccount>(name, config.caps);
+    client = std::make_unique<SpendCapChatClient>(account, config, std::move(client));
+    // On resume, replies already in the transcript are not requested (nor recorded) again;
+    // they were counted into the account below.
     if (resume_store) client = std::make_unique<ResumeChatClient>(resume_store, config, std::move(client));
-    clients_.emplace(name, Entry{std::move(config), std::move(client)});
+    clients_.emplace(name, Entry{std::move(config), std::move(client), std::move(account)});
   }
+  // A resumed run's spend so far: every request of its transcript, at today's prices.
+  if (resume_store) {
+    for (const TranscriptEntry& entry : LoadTranscript(*options.resume_transcript)) {
+      const json meta = entry.meta.is_object() ? entry.meta : json::object();
+      std::string endpoint = meta.value("endpoint", std::string());
+      if (endpoint.empty() && entry.request.is_object()) endpoint = entry.request.value("endpoint", std::string());
+      auto it = clients_.find(endpoint);
+      if (it == clients_.end()) continue;
+      const int64_t prompt = entry.error.is_null() ? meta.value("prompt_tokens", int64_t{0}) : 0;
+      const int64_t completion = entry.error.is_null() ? meta.value("completion_tokens", int64_t{0}) : 0;
+      it->second.account->Seed(meta.value("problem", std::string()), prompt, completion,
+                               EstimateCostUsd(prompt, completion, it->second.config.price_per_mtok_in,
+                                               it->second.config.price_per_mtok_out));
+    }
+  }
+}
+
+SpendAccount* ClientRegistry::Account(const std::string& name) const {
+  auto it = clients_.find(name);
+  return it == clients_.end() ? nullptr : it->second.account.get();
+}
+
+json ClientRegistry::SpendSummary() const {
+  json out = json::object();
+  for (const auto& [name, entry] : clients_) out[name] = entry.account->Status();
+  return out;
+}
+
+std::string ClientRegistry::SpendProgress() const {
+  std::string text;
+  for (const auto& [name, entry] : clients_) {
+    const Spend spend = entry.account->RunSpend();
+    if (spend.requests == 0 && spend.refused == 0) continue;
+    text += (text.empty() ? "LLM " : "; ") + (clients_.size() > 1 ? name + " " : std::string()) + entry.account->ProgressText();
+  }
+  return text;
 }
 
 void ClientRegistry::ThrowUnknown(const std::string& name) const {

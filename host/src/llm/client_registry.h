@@ -7,7 +7,8 @@
 //     replay_repeat_last: false                  # optional: reuse the last recording when used up
 //
 // Every client is wrapped in a RecordingChatClient that appends to
-// <run_dir>/llm/transcript.jsonl and feeds the run's UsageLedger.
+// <run_dir>/llm/transcript.jsonl and feeds the run's UsageLedger, and that in a
+// SpendCapChatClient that enforces the endpoint's spend caps (llm/spend_caps.h).
 #pragma once
 
 #include <filesystem>
@@ -22,6 +23,7 @@
 
 #include "llm/chat_client.h"
 #include "llm/endpoint_config.h"
+#include "llm/spend_caps.h"
 #include "llm/transcript.h"
 #include "llm/usage_ledger.h"
 
@@ -37,7 +39,7 @@ struct RegistryOptions {
   std::optional<std::filesystem::path> replay_override;
   /// `run --resume`: the interrupted run's transcript. Its successful replies
   /// answer identical requests again; other requests go live. New calls are
-  /// appended to the same transcript.
+  /// appended to the same transcript. Every request in it counts toward the spend caps.
   std::optional<std::filesystem::path> resume_transcript;
   /// Environment lookup for overrides and API keys.
   EnvLookup env = ProcessEnv();
@@ -50,9 +52,9 @@ struct RegistryOptions {
 class ClientRegistry {
  public:
   /// Parses `llm_block` (an object; null means "no endpoints") and builds the clients.
-  /// Without configured endpoints, a "default" endpoint is made from ACCELOPT_LLM_BASE_URL +
-  /// ACCELOPT_LLM_MODEL when both are set; in replay mode, endpoints that appear only in the
-  /// transcript are served with their recorded model.
+  /// Without configured endpoints, a "default" endpoint is made when ACCELOPT_LLM_MODEL and a
+  /// base URL (ACCELOPT_LLM_BASE_URL or OPENAI_BASE_URL) are set; in replay mode, endpoints
+  /// that appear only in the transcript are served with their recorded model.
   /// Throws LlmError{llm_config} for invalid endpoints (message names the field), an
   /// unreadable replay file, or (live) an unset api_key_env.
   explicit ClientRegistry(const nlohmann::json& llm_block, RegistryOptions options = {});
@@ -75,6 +77,16 @@ class ClientRegistry {
   /// The run's usage ledger (shared by all endpoints).
   UsageLedger& Ledger() { return *ledger_; }
 
+  /// The spend account of endpoint `name` (its caps and what was spent), or nullptr.
+  SpendAccount* Account(const std::string& name) const;
+
+  /// {name: SpendAccount::Status()} of every endpoint - safe to log and store.
+  nlohmann::json SpendSummary() const;
+
+  /// The run's LLM spend for the progress line: "LLM 12/2000 req · 14.4k/40M tok · $0.01/$50"
+  /// (each endpoint named when there are several); "" before the first request.
+  std::string SpendProgress() const;
+
   /// The transcript being written, if any.
   std::optional<std::filesystem::path> TranscriptPath() const;
 
@@ -86,6 +98,7 @@ class ClientRegistry {
   struct Entry {
     EndpointConfig config;
     std::unique_ptr<ChatClient> client;
+    std::shared_ptr<SpendAccount> account;
   };
   [[noreturn]] void ThrowUnknown(const std::string& name) const;
 

@@ -20,7 +20,7 @@ const std::vector<std::string>& KnownFields() {
       "base_url",         "model",           "api_key_env",       "max_concurrency",   "timeout",
       "connect_timeout",  "max_retries",     "initial_retry_delay", "max_retry_delay", "temperature",
       "max_tokens",       "price_per_mtok_in", "price_per_mtok_out", "extra",           "deadline",
-      "max_response_bytes"};
+      "max_response_bytes", "caps"};
   return fields;
 }
 
@@ -37,6 +37,20 @@ size_t EditDistance(const std::string& a, const std::string& b) {
     }
   }
   return row[b.size()];
+}
+
+// " (did you mean 'x'?)" for the closest of `known` within edit distance 2, else "".
+std::string DidYouMean(const std::string& key, const std::vector<std::string>& known) {
+  std::string best;
+  size_t best_distance = 3;
+  for (const auto& candidate : known) {
+    size_t d = EditDistance(key, candidate);
+    if (d < best_distance) {
+      best_distance = d;
+      best = candidate;
+    }
+  }
+  return best.empty() ? std::string() : " (did you mean '" + best + "'?)";
 }
 
 std::string EnvSuffixName(const std::string& name) {
@@ -102,6 +116,7 @@ EnvLookup ProcessEnv() {
 json EndpointConfig::ToRedactedJson() const {
   json out = {{"name", name},
               {"base_url", base_url},
+              {"base_url_source", base_url_source},
               {"model", model},
               {"api_key_env", api_key_env},
               {"api_key_set", !api_key.empty()},
@@ -116,7 +131,8 @@ json EndpointConfig::ToRedactedJson() const {
               {"price_per_mtok_in", price_per_mtok_in},
               {"price_per_mtok_out", price_per_mtok_out},
               {"extra", extra},
-              {"max_response_bytes", max_response_bytes}};
+              {"max_response_bytes", max_response_bytes},
+              {"caps", caps.ToJson()}};
   out["temperature"] = temperature ? json(*temperature) : json(nullptr);
   out["max_tokens"] = max_tokens ? json(*max_tokens) : json(nullptr);
   return out;
@@ -183,22 +199,15 @@ EndpointConfig ParseEndpoint(const std::string& name, const json& spec, const En
   for (const auto& [key, value] : spec.items()) {
     const auto& known = KnownFields();
     if (std::find(known.begin(), known.end(), key) != known.end()) continue;
-    std::string best;
-    size_t best_distance = 3;
-    for (const auto& candidate : known) {
-      size_t d = EditDistance(key, candidate);
-      if (d < best_distance) {
-        best_distance = d;
-        best = candidate;
-      }
-    }
-    ThrowConfigError(FieldPath(name, key) + ": unknown field" +
-                     (best.empty() ? std::string() : " (did you mean '" + best + "'?)"));
+    ThrowConfigError(FieldPath(name, key) + ": unknown field" + DidYouMean(key, known));
   }
 
   EndpointConfig config;
   config.name = name;
-  if (spec.contains("base_url")) config.base_url = GetString(spec, name, "base_url");
+  if (spec.contains("base_url") && !spec.at("base_url").is_null()) {
+    config.base_url = GetString(spec, name, "base_url");
+    if (!config.base_url.empty()) config.base_url_source = "llm block";
+  }
   if (spec.contains("model")) config.model = GetString(spec, name, "model");
   if (spec.contains("api_key_env")) {
     config.api_key_env = GetString(spec, name, "api_key_env");
@@ -230,6 +239,7 @@ EndpointConfig ParseEndpoint(const std::string& name, const json& spec, const En
     config.max_response_bytes =
         ParseByteSize(spec.at("max_response_bytes"), FieldPath(name, "max_response_bytes"), 1ll << 10, 1ll << 30);
   }
+  if (spec.contains("caps")) config.caps = ParseSpendCaps(spec.at("caps"), FieldPath(name, "caps"));
   if (spec.contains("extra")) {
     if (!spec.at("extra").is_object()) {
       ThrowConfigError(FieldPath(name, "extra") + ": expected an object, got " + spec.at("extra").type_name());
@@ -250,7 +260,21 @@ EndpointConfig ParseEndpoint(const std::string& name, const json& spec, const En
     }
     return std::nullopt;
   };
-  if (auto value = override_from("BASE_URL")) config.base_url = value->second;
+  if (auto value = override_from("BASE_URL")) {
+    config.base_url = value->second;
+    config.base_url_source = value->first;
+  } else if (config.base_url.empty()) {
+    // The OpenAI SDKs' convention (openai-python: base_url defaults to $OPENAI_BASE_URL,
+    // else https://api.openai.com/v1); the block's own base_url wins, as an explicit
+    // argument does there.
+    if (auto openai = env("OPENAI_BASE_URL")) {
+      config.base_url = *openai;
+      config.base_url_source = "OPENAI_BASE_URL";
+    } else {
+      config.base_url = kOpenAiDefaultBaseUrl;
+      config.base_url_source = "default";
+    }
+  }
   if (auto value = override_from("MODEL")) config.model = value->second;
   if (auto value = override_from("API_KEY")) {
     config.api_key = value->second;
@@ -273,13 +297,95 @@ EndpointConfig ParseEndpoint(const std::string& name, const json& spec, const En
   }
   while (!config.base_url.empty() && config.base_url.back() == '/') config.base_url.pop_back();
   if (config.base_url.empty()) {
-    ThrowConfigError(FieldPath(name, "base_url") + ": required (or set ACCELOPT_LLM_BASE_URL)");
+    ThrowConfigError(FieldPath(name, "base_url") + ": empty (from " + config.base_url_source + ")");
   }
   if (config.base_url.rfind("http://", 0) != 0 && config.base_url.rfind("https://", 0) != 0) {
-    ThrowConfigError(FieldPath(name, "base_url") + ": \"" + config.base_url + "\" must start with http:// or https://");
+    ThrowConfigError(FieldPath(name, "base_url") + ": \"" + config.base_url + "\" must start with http:// or https://" +
+                     (config.base_url_source == "llm block" ? std::string() : " (from " + config.base_url_source + ")"));
   }
   if (config.model.empty()) ThrowConfigError(FieldPath(name, "model") + ": required (or set ACCELOPT_LLM_MODEL)");
   return config;
+}
+
+json CapLimits::ToJson() const {
+  return {{"requests", requests > 0 ? json(requests) : json(nullptr)},
+          {"tokens", tokens > 0 ? json(tokens) : json(nullptr)},
+          {"usd", usd > 0 ? json(usd) : json(nullptr)}};
+}
+
+json SpendCaps::ToJson() const { return {{"problem", problem.ToJson()}, {"run", run.ToJson()}}; }
+
+namespace {
+
+// One scope of `caps:` over `limits` (the defaults). null: no cap in the scope.
+void ParseCapScope(const json& value, const std::string& field, CapLimits& limits) {
+  if (value.is_null()) {
+    limits = CapLimits{};
+    return;
+  }
+  if (!value.is_object()) {
+    ThrowConfigError(field + ": expected an object with requests, tokens and/or usd (0 or null = no cap), got " +
+                     value.type_name());
+  }
+  static const std::vector<std::string> known = {"requests", "tokens", "usd"};
+  for (const auto& [key, item] : value.items()) {
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      ThrowConfigError(field + "." + key + ": unknown field" + DidYouMean(key, known) + " (caps are requests, tokens, usd)");
+    }
+  }
+  auto count = [&](const char* key, int64_t& out) {
+    if (!value.contains(key)) return;
+    const json& item = value.at(key);
+    const std::string where = field + "." + key;
+    if (item.is_null()) {
+      out = 0;
+      return;
+    }
+    const bool integral = item.is_number_integer() ||
+                          (item.is_number_float() && std::isfinite(item.get<double>()) &&
+                           std::floor(item.get<double>()) == item.get<double>());
+    if (!integral) {
+      ThrowConfigError(where + ": expected a non-negative integer (0 or null = no cap), got " +
+                       (item.is_number() ? item.dump() : std::string(item.type_name())));
+    }
+    const double number = item.get<double>();
+    if (number < 0 || number > 1e15) {
+      ThrowConfigError(where + ": " + item.dump() + " is out of range [0, 1e15] (0 or null = no cap)");
+    }
+    out = static_cast<int64_t>(number);
+  };
+  count("requests", limits.requests);
+  count("tokens", limits.tokens);
+  if (value.contains("usd")) {
+    const json& item = value.at("usd");
+    if (item.is_null()) {
+      limits.usd = 0;
+    } else if (!item.is_number() || !std::isfinite(item.get<double>()) || item.get<double>() < 0) {
+      ThrowConfigError(field + ".usd: expected a non-negative number of USD (0 or null = no cap), got " +
+                       (item.is_number() ? item.dump() : std::string(item.type_name())));
+    } else {
+      limits.usd = item.get<double>();
+    }
+  }
+}
+
+}  // namespace
+
+SpendCaps ParseSpendCaps(const json& value, const std::string& field) {
+  SpendCaps caps;
+  if (value.is_null()) return SpendCaps{CapLimits{}, CapLimits{}};
+  if (!value.is_object()) {
+    ThrowConfigError(field + ": expected an object {problem: {requests, tokens, usd}, run: {...}}, got " + value.type_name());
+  }
+  static const std::vector<std::string> known = {"problem", "run"};
+  for (const auto& [key, item] : value.items()) {
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      ThrowConfigError(field + "." + key + ": unknown field" + DidYouMean(key, known) + " (caps has problem and run)");
+    }
+  }
+  if (value.contains("problem")) ParseCapScope(value.at("problem"), field + ".problem", caps.problem);
+  if (value.contains("run")) ParseCapScope(value.at("run"), field + ".run", caps.run);
+  return caps;
 }
 
 void RequireApiKey(const EndpointConfig& config) {

@@ -6,7 +6,8 @@
 //     default: {base_url: "http://127.0.0.1:8000/v1", model: "gpt-oss-120b",
 //               api_key_env: OPENAI_API_KEY, max_concurrency: 4, timeout: 180s,
 //               deadline: 10m, max_retries: 4, temperature: 0.7, max_tokens: 4096,
-//               price_per_mtok_in: 0.15, price_per_mtok_out: 0.6, max_response_bytes: 16MiB}
+//               price_per_mtok_in: 0.15, price_per_mtok_out: 0.6, max_response_bytes: 16MiB,
+//               caps: {problem: {requests: 500, tokens: 10000000, usd: 10}, run: {...}}}
 #pragma once
 
 #include <cstdint>
@@ -26,10 +27,38 @@ using EnvLookup = std::function<std::optional<std::string>(const std::string& na
 /// An EnvLookup reading the process environment (getenv). Empty values count as unset.
 EnvLookup ProcessEnv();
 
+/// The caps of one scope (a problem, or the run). 0 = no cap.
+struct CapLimits {
+  int64_t requests = 0;  ///< Requests sent (a failed request counts; its retries do not).
+  int64_t tokens = 0;    ///< Prompt + completion tokens.
+  double usd = 0.0;      ///< Estimated cost at the endpoint's prices (USD).
+
+  /// {"requests": n | null, "tokens": n | null, "usd": x | null}; null = no cap.
+  nlohmann::json ToJson() const;
+};
+
+/// The caps of an endpoint. The defaults are what `llm.<name>.caps` gives when unset.
+struct SpendCaps {
+  CapLimits problem{500, 10'000'000, 10.0};
+  CapLimits run{5000, 100'000'000, 100.0};
+
+  /// {"problem": CapLimits::ToJson(), "run": ...}.
+  nlohmann::json ToJson() const;
+};
+
+/// Parses `llm.<endpoint>.caps` (`field`, e.g. "llm.default.caps") over the defaults:
+/// an object with `problem` and/or `run`, each an object with `requests`, `tokens`
+/// (non-negative integers) and/or `usd` (a non-negative number); a key left out keeps its
+/// default, 0 or null is "no cap" (null for a whole scope or for `caps` itself: no cap in it).
+/// Throws LlmError{llm_config} naming the field ("llm.default.caps.run.usd: ...") for unknown
+/// keys (with a did-you-mean hint), wrong types and negative values.
+SpendCaps ParseSpendCaps(const nlohmann::json& value, const std::string& field);
+
 /// A fully resolved endpoint. Durations are milliseconds, prices USD per million tokens.
 struct EndpointConfig {
   std::string name;                    ///< Key in the `llm:` block, e.g. "default".
   std::string base_url;                ///< Without trailing '/'; requests go to base_url + "/chat/completions".
+  std::string base_url_source;         ///< Where base_url came from: "llm block", an env var's name, or "default".
   std::string model;                   ///< Value of the request's "model" field.
   std::string api_key_env;             ///< Env var the key came from (empty: none configured).
   std::string api_key;                 ///< The resolved secret; never logged or written. Empty: no Authorization header.
@@ -49,6 +78,8 @@ struct EndpointConfig {
   /// Largest response body read (decoded); a longer reply fails with llm_bad_output
   /// before the host holds it. `max_response_bytes:` in the llm: block (bytes, or "64MiB").
   int64_t max_response_bytes = 16ll << 20;
+  /// Spend caps per problem and per run (`caps:`; docs/llm.md, "Spend caps").
+  SpendCaps caps;
 
   /// base_url + "/chat/completions".
   std::string ChatCompletionsUrl() const { return base_url + "/chat/completions"; }
@@ -68,6 +99,9 @@ int64_t ParseDurationMs(const nlohmann::json& value, const std::string& field);
 /// Throws LlmError{llm_config} naming `field` when invalid or outside [lo, hi].
 int64_t ParseByteSize(const nlohmann::json& value, const std::string& field, int64_t lo, int64_t hi);
 
+/// The OpenAI SDKs' default base URL, used when neither the block nor the environment gives one.
+inline constexpr const char* kOpenAiDefaultBaseUrl = "https://api.openai.com/v1";
+
 /// Parses one endpoint of the `llm:` block.
 ///
 /// Environment overrides (per-endpoint names win over global ones; NAME is the endpoint
@@ -75,13 +109,16 @@ int64_t ParseByteSize(const nlohmann::json& value, const std::string& field, int
 ///   ACCELOPT_LLM_<NAME>_BASE_URL, ACCELOPT_LLM_BASE_URL  -> base_url
 ///   ACCELOPT_LLM_<NAME>_MODEL,    ACCELOPT_LLM_MODEL     -> model
 ///   ACCELOPT_LLM_<NAME>_API_KEY,  ACCELOPT_LLM_API_KEY   -> api_key
-/// Otherwise the key comes from $api_key_env when configured, else from OPENAI_API_KEY
-/// (never from OPENAI_API_KEY when another api_key_env is configured, so a key is not
-/// sent to a server it was not meant for).
+/// The OpenAI SDKs' conventions fill what is still missing, as openai-python does (an
+/// explicit argument, here the block's field, wins over the environment):
+///   base_url: the block's, else $OPENAI_BASE_URL, else https://api.openai.com/v1;
+///   api key:  $api_key_env when configured, else $OPENAI_API_KEY (never OPENAI_API_KEY
+///             when another api_key_env is configured, so a key is not sent to a server it
+///             was not meant for).
 ///
 /// Throws LlmError{llm_config} whose message names the field ("llm.<name>.<field>: ..."),
 /// for unknown fields (with a did-you-mean hint), wrong types, out-of-range values, and a
-/// missing base_url or model (after overrides). A configured api_key_env that is unset is
+/// missing model (after overrides). A configured api_key_env that is unset is
 /// NOT an error here (replay needs no key); see RequireApiKey.
 EndpointConfig ParseEndpoint(const std::string& name, const nlohmann::json& spec, const EnvLookup& env);
 

@@ -24,13 +24,15 @@ const char* ErrorKindName(ErrorKind kind) {
     case ErrorKind::kBadOutput: return "llm_bad_output";
     case ErrorKind::kReplayMiss: return "llm_replay_miss";
     case ErrorKind::kConfig: return "llm_config";
+    case ErrorKind::kSpendCap: return "llm_spend_cap";
   }
   return "llm_unknown";
 }
 
 ErrorKind ErrorKindFromName(std::string_view name) {
   for (ErrorKind kind : {ErrorKind::kRateLimit, ErrorKind::kServer, ErrorKind::kClient, ErrorKind::kTimeout,
-                         ErrorKind::kConnection, ErrorKind::kBadOutput, ErrorKind::kReplayMiss, ErrorKind::kConfig}) {
+                         ErrorKind::kConnection, ErrorKind::kBadOutput, ErrorKind::kReplayMiss, ErrorKind::kConfig,
+                         ErrorKind::kSpendCap}) {
     if (name == ErrorKindName(kind)) return kind;
   }
   throw std::invalid_argument("unknown LLM error kind '" + std::string(name) + "'");

@@ -23,6 +23,8 @@ enum class ErrorKind {
   kBadOutput,   ///< "llm_bad_output": HTTP 200 but unparsable JSON or no choices[0].message.
   kReplayMiss,  ///< "llm_replay_miss": replay mode and no recorded response matches.
   kConfig,      ///< "llm_config": invalid endpoint configuration or unknown endpoint name.
+  kSpendCap,    ///< "llm_spend_cap": a spend cap (requests, tokens or USD, per problem or run) is reached;
+                ///< the request was not sent (llm/spend_caps.h). Never retried.
 };
 
 /// The stable string name of a kind, e.g. "llm_rate_limit".

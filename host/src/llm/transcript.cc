@@ -223,6 +223,7 @@ ChatResponse RecordingChatClient::Complete(const ChatRequest& request) {
   const json transcript_request = TranscriptRequest(request, endpoint_);  // throws llm_config first
   const auto started = std::chrono::steady_clock::now();
   json meta = {{"endpoint", endpoint_.name}, {"stage", request.stage}, {"model", endpoint_.model}};
+  if (!request.problem.empty()) meta["problem"] = request.problem;  // the spend caps' account on resume
   auto write = [&](json response, json error) {
     if (!writer_) return;
     meta["recorded_at"] = UtcNow();

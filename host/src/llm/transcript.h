@@ -6,7 +6,7 @@
 //    "request": {"endpoint": name, <the POST body: model, messages, temperature, ...>},
 //    "response": {"status": 200, "body": <server JSON>}      (or {"status": N} on failure),
 //    "error": null | {"kind", "status", "message"},
-//    "meta": {"latency_ms", "attempts", "endpoint", "stage", "model", "response_model",
+//    "meta": {"latency_ms", "attempts", "endpoint", "stage", "problem"?, "model", "response_model",
 //             "request_id", "prompt_tokens", "completion_tokens", "cost_usd",
 //             "recorded_at", "replayed"}}
 // No HTTP header is stored; the API key is scrubbed from every line.

@@ -124,8 +124,10 @@ TEST_CASE("client_registry: configuration errors", "[llm]") {
   options.env = MapEnv({});
   options.live_factory = [](const EndpointConfig& config) { return std::make_unique<ScriptedChatClient>(config); };
   CHECK_THROWS_WITH(ClientRegistry(json::array(), options), Catch::Contains("llm: expected an object"));
-  CHECK_THROWS_WITH(ClientRegistry(json{{"default", {{"model", "m"}}}}, options),
+  CHECK_THROWS_WITH(ClientRegistry(json{{"default", {{"base_url", "ftp://h"}, {"model", "m"}}}}, options),
                     Catch::Contains("llm.default.base_url"));
+  CHECK_THROWS_WITH(ClientRegistry(json{{"default", {{"base_url", "http://h/v1"}}}}, options),
+                    Catch::Contains("llm.default.model: required"));
   CHECK_THROWS_WITH(ClientRegistry(json{{"replay", "/nonexistent/transcript.jsonl"}}, options),
                     Catch::Contains("cannot read LLM transcript"));
   // No block, but the environment names a server: a "default" endpoint appears.

@@ -119,8 +119,10 @@ TEST_CASE("endpoint_config: validation errors name the field", "[llm]") {
                  Catch::Contains("did you mean 'max_concurrency'"));
   CHECK_THAT(ConfigErrorOf([&] { ParseEndpoint("default", with("extra", {{"model", "y"}}), env); }),
              Catch::Contains("llm.default.extra.model"));
-  CHECK_THAT(ConfigErrorOf([&] { ParseEndpoint("default", {{"model", "m"}}, env); }),
-             Catch::Contains("llm.default.base_url: required"));
+  // No base_url anywhere: the OpenAI SDKs' default (docs/llm.md, "Environment overrides").
+  CHECK(ParseEndpoint("default", {{"model", "m"}}, env).base_url == "https://api.openai.com/v1");
+  CHECK_THAT(ConfigErrorOf([&] { ParseEndpoint("default", {{"model", "m"}}, MapEnv({{"OPENAI_BASE_URL", "localhost:8000"}})); }),
+             Catch::Contains("llm.default.base_url") && Catch::Contains("(from OPENAI_BASE_URL)"));
   CHECK_THAT(ConfigErrorOf([&] { ParseEndpoint("default", {{"base_url", "http://h"}}, env); }),
              Catch::Contains("llm.default.model: required"));
   CHECK_THAT(ConfigErrorOf([&] { ParseEndpoint("default", json::array(), env); }), Catch::Contains("llm.default"));

@@ -54,6 +54,7 @@ class ScopedLlm {
   explicit ScopedLlm(Fn fn) {
     GlobalHostServices().llm_chat = [this, fn](const json& request, const std::string&) {
       if (request.value("describe", false)) return json{{"available", true}, {"endpoint", "default"}, {"model", "scripted"}};
+      if (request.value("spend", false)) return json{{"available", false}};  // no spend caps here (docs/llm.md)
       {
         std::lock_guard<std::mutex> lock(mutex_);
         requests_.push_back(request);
@@ -82,9 +83,9 @@ inline json Reply(const std::string& content) {
 /// request body; records every request.
 class ScriptedLlmServer {
  public:
-  using Responder = std::function<std::string(const json& body)>;  // returns the reply content
   /// A responder that returns this answers the request with HTTP 503 instead of a reply.
   static constexpr const char* kHttp503 = "\x01http 503";
+  using Responder = std::function<std::string(const json& body)>;  // returns the reply content
   explicit ScriptedLlmServer(Responder responder) : responder_(std::move(responder)) {
     server_.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
       json body = json::parse(req.body, nullptr, false);

@@ -66,6 +66,9 @@ def build_search(run, base_dir, kind, label, extra=()):
     if not data.report:
         report.warnings.append("optimize_report.json is missing (the run stopped before its report stage); "
                                "the figures below come from the records and the last beam.")
+    for r in data.rows:  # docs/llm.md, "Spend caps"
+        if r.get("stopped"):
+            report.warnings.append(f"{r['case_name']}: an LLM spend cap ended its search: {r['stopped']}")
     no_peak = sorted({r.get("problem") or r["case_name"] for r in data.rows if r.get("peak_error")})
     if no_peak:
         report.warnings.append("no % of peak for " + ", ".join(no_peak) + ": " + next(

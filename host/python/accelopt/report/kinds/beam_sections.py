@@ -142,6 +142,33 @@ def outcomes_section(data):
     return Section("outcomes", "Candidate outcomes", body)
 
 
+def spend_caps_text(spend):
+    """One line on the LLM spend caps and what the run spent (optimize_report.json ``spend``; docs/llm.md
+    "Spend caps"), or "" when the report has none."""
+    if not isinstance(spend, dict) or not isinstance(spend.get("caps"), dict):
+        return ""
+
+    def scope(caps):
+        parts = []
+        for key, unit in (("requests", "requests"), ("tokens", "tokens"), ("usd", "USD")):
+            value = (caps or {}).get(key)
+            if value is None:
+                parts.append(f"no {key} cap")
+            else:
+                parts.append(f"{value:g} {unit}" if key == "usd" else f"{int(value)} {unit}")
+        return " / ".join(parts)
+
+    run = spend.get("run") or {}
+    text = (f"Spend caps (endpoint {spend.get('endpoint', '?')}): per problem {scope(spend['caps'].get('problem'))}; "
+            f"per run {scope(spend['caps'].get('run'))}. Spent: {run.get('requests', 0)} requests, "
+            f"{run.get('tokens', 0)} tokens, {run.get('usd', 0.0):.4f} USD")
+    if run.get("refused"):
+        text += f", {run['refused']} refused (not sent)"
+    if run.get("stopped"):
+        text += f". The run's cap ended the search: {run['stopped']}"
+    return text + "."
+
+
 def llm_section(run, data):
     """LLM requests, tokens and cost: per stage (run.json) and per case (optimize_report.json)."""
     usage = run.llm_usage()
@@ -167,10 +194,14 @@ def llm_section(run, data):
     for row in data.rows:
         u = row.get("llm") or {}
         case_rows.append((markup.esc(row["case_name"]), markup.esc(u.get("requests", 0)), markup.esc(u.get("failed", 0)),
-                          markup.esc(u.get("prompt_tokens", 0) + u.get("completion_tokens", 0)), markup.fmt(u.get("cost_usd", 0.0), 4)))
+                          markup.esc(u.get("prompt_tokens", 0) + u.get("completion_tokens", 0)), markup.fmt(u.get("cost_usd", 0.0), 4),
+                          markup.esc(row.get("stopped") or "")))
     if case_rows:
-        body += markup.tag("h3", "Per case") + markup.table(["case", "requests", "failed", "tokens", "cost USD"], case_rows,
-                                                            numeric=(1, 2, 3, 4))
+        body += markup.tag("h3", "Per case") + markup.table(["case", "requests", "failed", "tokens", "cost USD", "stopped by"],
+                                                            case_rows, numeric=(1, 2, 3, 4))
+    caps = spend_caps_text(data.report.get("spend"))
+    if caps:
+        body += markup.tag("p", markup.esc(caps), class_="note")
     models = ", ".join(sorted((usage.get("by_model") or {}).keys()))
     if models:
         body += markup.tag("p", markup.esc("Models: " + models), class_="note")

@@ -47,7 +47,8 @@ def graph_section(data, base_dir):
                      markup.esc(case.get("evaluations", 0)), markup.esc(events[(name, "transposition")]),
                      markup.esc(events[(name, "invalid")]),
                      markup.esc(incumbent.get("candidate") or case.get("incumbent") or "-"),
-                     markup.esc(case.get("done_reason") or ("running" if not case.get("done") else "-"))))
+                     markup.esc(case.get("stop_reason") or case.get("done_reason")  # stop_reason: a spend cap's
+                                or ("running" if not case.get("done") else "-"))))
     if not rows:
         return Section("graph", "Search graph", markup.tag("p", "No search graph was written.", class_="note"))
     body = markup.table(["case", "nodes", "by status", "evaluations", "transpositions", "refused moves", "incumbent",

@@ -1,0 +1,98 @@
+// LLM spend caps (docs/llm.md, "Spend caps") in AccelOpt's FlashInfer-Bench loop
+// (pipelines/flashinfer-optimize.yaml) against a scripted server: a per-definition cap of
+// 2 requests (one plan, one sample) ends the definition's search after the first
+// iteration - it leaves the beam, the summarizer is not asked, the server sees 2
+// requests - and the report names the cap.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "host/optimize/optimize_fixture.h"
+
+using namespace accelopt::testing;
+using namespace accelopt::testing::optimize;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* kSlow = R"PY(import torch
+
+def run(hidden_states, weight):
+    x = hidden_states.float()
+    acc = torch.zeros(x.shape[0], 1)
+    for j in range(x.shape[1]):
+        col = x[:, j:j + 1]
+        acc = acc + col * col
+    inv = torch.rsqrt(acc / x.shape[1] + 1e-6)
+    return (x * inv * weight.float()).to(hidden_states.dtype)
+)PY";
+
+const char* kFast = R"PY(import torch
+
+def run(hidden_states, weight):
+    x = hidden_states.float()
+    inv = torch.rsqrt(x.square().mean(dim=-1, keepdim=True) + 1e-6)
+    return (x * inv * weight.float()).to(hidden_states.dtype)
+)PY";
+
+std::string Role(const json& body) {
+  std::string system = body["messages"][0]["content"];
+  if (system.rfind("You are a performance-optimization expert", 0) == 0) return "planner";
+  if (system.rfind("You are an expert", 0) == 0) return "executor";
+  if (system.rfind("You are an assistant", 0) == 0) return "summarizer";
+  return "other";
+}
+
+bool HaveTorch() { return std::system("/usr/bin/python3.11 -c 'import torch' >/dev/null 2>&1") == 0; }
+
+}  // namespace
+
+TEST_CASE("flashinfer-optimize: a per-definition spend cap ends the definition's search and is reported",
+          "[flashinfer][e2e][llm][spend]") {
+  if (!HaveTorch()) {
+    WARN(std::string("skipped: ") + "no python3-torch for /usr/bin/python3.11");
+    return;
+  }
+  TempDir dir;
+  fs::path root = dir.path() / "set";
+  fs::copy(SourcePath("tests/fixtures/flashinfer"), root, fs::copy_options::recursive);
+  json slow = {{"name", "slow_rmsnorm"}, {"definition", "rmsnorm_h16"}, {"author", "tests"},
+               {"spec", {{"language", "python"}, {"target_hardware", {"cpu"}}, {"entry_point", "main.py::run"},
+                         {"destination_passing_style", false}}},
+               {"sources", {{{"path", "main.py"}, {"content", kSlow}}}}};
+  fs::create_directories(root / "solutions/tests/rmsnorm/rmsnorm_h16");
+  std::ofstream(root / "solutions/tests/rmsnorm/rmsnorm_h16/slow_rmsnorm.json") << slow.dump(2);
+  ScriptedLlmServer server([](const json& body) -> std::string {
+    std::string role = Role(body);
+    if (role == "planner") return "Replace the Python loop over columns by one vectorized mean of squares.";
+    if (role == "executor") return std::string("Here it is:\n```python\n") + kFast + "```\n";
+    if (role == "summarizer") return "**Vectorize the column loop**\nOne square().mean() instead of a Python loop.";
+    return "?";
+  });
+  fs::path run = dir.path() / "run";
+  auto result = RunHost({"run", SourcePath("pipelines/flashinfer-optimize.yaml").string(), "--run-dir", run.string(),
+                         "--set", "vars.trace_set=" + root.string(), "--set", "vars.definitions=[rmsnorm_h16]",
+                         "--set", "vars.authors=[tests]", "--set", "vars.iterations=4", "--set", "vars.plans=1",
+                         "--set", "vars.samples=1", "--set", "vars.trials=2", "--set", "vars.warmup=2", "--set",
+                         "vars.iterations_timed=10", "--set", "vars.cold_cache=false", "--set",
+                         "llm.default.base_url=" + server.BaseUrl(), "--set", "llm.default.model=fake-model", "--set",
+                         "llm.default.caps.problem.requests=2"});
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+  const std::string reason = "spend cap: 2 requests per problem reached (2 spent)";
+  // One plan and one sample; no summary, no second iteration.
+  auto requests = server.Requests();
+  CHECK(requests.size() == 2);
+  for (const auto& body : requests) CHECK(Role(body) != "summarizer");
+  const json report = ReadJson(run / "optimize_report.json");
+  REQUIRE(report["cases"].size() == 1);
+  CHECK(report["cases"][0]["speedup"].get<double>() > 1.5);  // the one candidate it could afford
+  CHECK(report["cases"][0]["stopped"] == reason);
+  CHECK(report["spend"]["caps"]["problem"]["requests"] == 2);
+  CHECK(report["spend"]["run"]["requests"] == 2);
+  CHECK(report["spend"]["run"]["refused"] == 0);  // the stages stopped asking: nothing had to be refused
+  CHECK_THAT(ReadFile(run / "optimize_report.md"), Catch::Contains("rmsnorm_h16: search stopped: " + reason));
+  CHECK(ReadJson(run / "run.json")["status"] == "succeeded");
+}
