@@ -16,9 +16,15 @@ def test_documented_formulas():
     assert c("nc_matmul", 128, {"n_stationary": 128, "fp32": True, "onezero": True}, "tensor", T1) == 256
     assert c("nc_matmul", 16, {"n_stationary": 128, "fp32": False}, "tensor", T1) == 64
     assert c("activation", 10, {}, "scalar", T1) == 64  # MIN_II
-    doc = replace(T1, tensor_tensor_factor=2.0)  # the documented 2N (calibrated default differs)
+    # the documented 2N, N with a PSUM operand, N for tensor_reduce (the calibrated defaults differ)
+    doc = replace(T1, tensor_tensor_factor=2.0, tensor_tensor_psum_factor=1.0, tensor_reduce_factor=1.0)
     assert c("tensor_tensor", 512, {}, "vector", doc) == 1024
-    assert c("tensor_tensor", 512, {"in_psum": True}, "vector", T1) == 512
+    assert c("tensor_tensor", 512, {"in_psum": True}, "vector", doc) == 512
+    assert c("tensor_reduce", 512, {}, "vector", doc) == 512
+    # calibrated to the measured VectorE active times (issue 35, docs/benchmarks/engine-time.txt)
+    assert c("tensor_tensor", 512, {"in_psum": True}, "vector", T1) == 871  # ceil(1.7 x 512)
+    assert c("tensor_reduce", 512, {}, "vector", T1) == 743  # ceil(1.45 x 512)
+    assert c("tensor_tensor", 10, {"in_psum": True}, "vector", T1) == 64  # MIN_II still the floor
     assert c("tensor_tensor_scan", 512, {}, "vector", T1) == 1024
     assert c("iota", 10, {}, "gpsimd", T1) == 160
     assert c("nc_transpose", 20, {"partitions": 20}, "vector", T1) == 64

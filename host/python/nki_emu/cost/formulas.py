@@ -3,7 +3,8 @@
 Formulas are the "Estimated instruction cost" lines of the SDK 2.21-2.26
 ``nki.isa`` docstrings (spec table 3.3); ``N`` is elements per partition of
 the (main) input, ``MIN_II`` = 64 cycles. Deviations from the documented text
-are calibration knobs of ``targets.Target`` (reciprocal, tensor_tensor).
+are calibration knobs of ``targets.Target`` (reciprocal, tensor_tensor, tensor_tensor
+with a PSUM operand, VectorE tensor_reduce).
 """
 import math
 
@@ -52,10 +53,12 @@ def cycles(op, n, info, engine, target):
         return max(mii, n) + mii
     if op in ("tensor_tensor",):
         if info.get("in_psum"):
-            return max(mii, n)
+            return max(mii, math.ceil(target.tensor_tensor_psum_factor * n))
         return max(mii, math.ceil(target.tensor_tensor_factor * n))
     if op == "tensor_tensor_scan":
         return max(mii, 2 * n)
+    if op == "tensor_reduce" and engine == "vector":
+        return max(mii, math.ceil(target.tensor_reduce_factor * n))
     if op == "reciprocal":
         return max(mii, math.ceil(target.reciprocal_factor * n))
     if op in ("iota", "affine_select"):

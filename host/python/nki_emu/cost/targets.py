@@ -52,6 +52,12 @@ class Target:
     launch_ns: float = 30000.0  # fixed launch/teardown [I nki-facts §3.6]
     reciprocal_factor: float = 2.0  # VectorE reciprocal = factor*N (doc says 8N; nki-facts §5.2 [M])
     tensor_tensor_factor: float = 1.75  # fp32 SBUF/SBUF tensor_tensor: documented 2N [D S3]; fitted [I]
+    tensor_tensor_psum_factor: float = 1.7  # tensor_tensor with a PSUM operand = factor*N (documented N [D S3]):
+    #                                        the measured VectorE active times of lora and swiglu, whose VectorE work
+    #                                        is mostly such adds, imply ~1.65-1.77 N [M engine-time.txt, issue 35]
+    tensor_reduce_factor: float = 1.45  # VectorE tensor_reduce = factor*N (documented N [D S3]): gqa_full's and
+    #                                    bmm_softmax's VectorE active times (8192 reduces of N 512 each) imply
+    #                                    1.35-1.46 N; leave-one-out 1.40-1.55 [M engine-time.txt, issue 35]
     fp32_matmul_factor: int = 4  # fp32 matmul = 4 x max(...) [D S3 nc_matmul]
     onezero_factor: int = 2  # fp32 with is_*_onezero "2x better" [D S3]
     transpose_speedup: float = 1.0  # trn2 fp32 transpose mode 2x [D S4]
