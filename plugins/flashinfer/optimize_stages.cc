@@ -145,24 +145,7 @@ struct Llm {
 template <class T>
 std::vector<T> Parallel(size_t n, int limit, const std::function<T(size_t)>& fn) {
   std::vector<T> out(n);
-  std::mutex mu;
-  std::condition_variable cv;
-  int running = 0;
-  std::vector<std::thread> threads;
-  for (size_t i = 0; i < n; ++i) {
-    {
-      std::unique_lock<std::mutex> lock(mu);
-      cv.wait(lock, [&] { return running < std::max(1, limit); });
-      ++running;
-    }
-    threads.emplace_back([&, i] {
-      out[i] = fn(i);
-      std::lock_guard<std::mutex> lock(mu);
-      --running;
-      cv.notify_all();
-    });
-  }
-  for (auto& t : threads) t.join();
+  accelopt::sdk::ParallelFor(n, limit, [&](size_t i) { out[i] = fn(i); });
   return out;
 }
 
@@ -178,11 +161,7 @@ std::string SystemWithMemory(const std::string& system, const json& memory, cons
   return out;
 }
 
-json ListOf(const json& value, const char* key) {
-  if (value.is_array()) return value;
-  if (value.is_object() && value.contains(key) && value[key].is_array()) return value[key];
-  return json::array();
-}
+using accelopt::sdk::ListParam;
 
 constexpr const char* kSpendCap = "llm_spend_cap";
 
@@ -252,7 +231,7 @@ json RunFibOptimizeInit(accelopt::sdk::StageContext& ctx) {
     throw StageFailure("usage_error", "flashinfer-optimize cannot evaluate any " + language + " solution here: no device (" +
                                           missing + "); run it on a GPU machine (docs/flashinfer.md) or use vars.language=python");
   json cases = json::array(), skipped = json::array();
-  for (const auto& item : ListOf(ctx.Param<json>("items"), "items")) {
+  for (const auto& item : ListParam(ctx.Param<json>("items"), "items")) {
     fib::Definition d = ItemDefinition(item);
     json start;
     const json best = item.value("best_trace", json());
@@ -284,7 +263,7 @@ json RunFibOptimizeInit(accelopt::sdk::StageContext& ctx) {
 }
 
 json RunFibPlan(accelopt::sdk::StageContext& ctx) {
-  const json beam = ListOf(ctx.Param<json>("beam"), "beam");
+  const json beam = ListParam(ctx.Param<json>("beam"), "beam");
   const std::string prompts = ctx.Param<std::string>("prompts");
   const std::string language = ctx.Param<std::string>("language");
   const int plans = static_cast<int>(ctx.Param<int64_t>("plans_per_candidate"));
@@ -345,7 +324,7 @@ json RunFibPlan(accelopt::sdk::StageContext& ctx) {
 }
 
 json RunFibExecute(accelopt::sdk::StageContext& ctx) {
-  const json plans = ListOf(ctx.Param<json>("plans"), "plans");
+  const json plans = ListParam(ctx.Param<json>("plans"), "plans");
   const std::string prompts = ctx.Param<std::string>("prompts");
   const std::string language = ctx.Param<std::string>("language");
   const int samples = static_cast<int>(ctx.Param<int64_t>("samples_per_plan"));
@@ -430,7 +409,7 @@ json RunFibExecute(accelopt::sdk::StageContext& ctx) {
 }
 
 json RunFibSelect(accelopt::sdk::StageContext& ctx) {
-  const json candidates = ListOf(ctx.Param<json>("candidates"), "candidates");
+  const json candidates = ListParam(ctx.Param<json>("candidates"), "candidates");
   const json results = ctx.Param<json>("results");
   json best = ctx.Param<json>("best");
   if (!best.is_object()) best = json::object();
@@ -471,7 +450,7 @@ json RunFibSelect(accelopt::sdk::StageContext& ctx) {
   // as its baseline).
   json beam = json::array();
   std::set<std::string> cases_seen;
-  for (const auto& old : ListOf(ctx.Param<json>("beam"), "beam")) {
+  for (const auto& old : ListParam(ctx.Param<json>("beam"), "beam")) {
     std::string cs = old.value("case", "");
     if (!by_case.count(cs)) {
       beam.push_back(old);
@@ -514,7 +493,7 @@ json RunFibSelect(accelopt::sdk::StageContext& ctx) {
 }
 
 json RunFibSummarize(accelopt::sdk::StageContext& ctx) {
-  const json records = ListOf(ctx.Param<json>("records"), "records");
+  const json records = ListParam(ctx.Param<json>("records"), "records");
   const double max_t = ctx.Param<double>("max_threshold"), min_t = ctx.Param<double>("min_threshold");
   const size_t top_k = static_cast<size_t>(ctx.Param<int64_t>("top_k"));
   const std::string prompts = ctx.Param<std::string>("prompts");

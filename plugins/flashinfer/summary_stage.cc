@@ -17,11 +17,7 @@ namespace accelopt_fib_plugin {
 namespace fs = std::filesystem;
 namespace {
 
-std::string Fixed(double v, int digits = 3) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.*f", digits, v);
-  return buf;
-}
+using accelopt::sdk::Fixed;
 
 json Summarize(const json& result) {
   std::map<std::string, json> per;  // solution -> row

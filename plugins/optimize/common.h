@@ -29,32 +29,25 @@ using accelopt::sdk::StageFailure;
 
 // ---- parameter shapes ---------------------------------------------------------
 
-/// A list parameter that may also be given as null (empty) or as the producing
-/// stage's outputs object holding the list under `key`. Anything else: empty.
-json ListParam(const json& value, const std::string& key);
+/// accelopt/sdk/params.hpp: a list, null, or the producing stage's outputs holding it under `key`.
+using accelopt::sdk::ListParam;
 
 // ---- misc -------------------------------------------------------------------
 
-/// Runs fn(0..n-1) on up to `threads` threads; exceptions inside fn are the caller's job.
-void ParallelFor(size_t n, int threads, const std::function<void(size_t)>& fn);
+// From the plugin SDK (accelopt/sdk/parallel.hpp, numbers.hpp): fn(0..n-1) on up to
+// `threads` threads; a number field or nullopt; "1.234".
+using accelopt::sdk::Fixed;
+using accelopt::sdk::Number;
+using accelopt::sdk::ParallelFor;
 
 /// {"kind", "message"} of an exception (StageFailure keeps its kind).
 json ErrorJson(const std::exception& error, const std::string& default_kind = "stage_error");
 
-/// True when a scored record (or beam member) may stand as a result - a beam
-/// member, the best kernel, the report's winner: its `validation` is "full" or
-/// "confirmed", or absent (baselines, fixer re-profiles). A "screened" record
-/// (native:profile's screen_seeds, not confirmed) may not.
-bool ValidatedForResult(const json& record);
-
-/// A number, or nullopt for null/absent/non-numbers.
-std::optional<double> Number(const json& object, const std::string& key);
+/// accelopt/sdk/records.hpp: false for a "screened" record (not confirmed on every seed).
+using accelopt::sdk::ValidatedForResult;
 
 /// `value` with `digits` significant figures, trailing zeros dropped, no exponent
 /// between 1e-4 and 1e9 ("0.04692", "223.8", "1.5", "0"); exponent form outside.
 std::string Significant(double value, int digits = 4);
-
-/// "1.234" (fixed, `digits` decimals).
-std::string Fixed(double value, int digits = 3);
 
 }  // namespace accelopt_optimize

@@ -11,14 +11,6 @@ namespace accelopt_optimize {
 
 using accelopt::sdk::StageFailure;
 
-std::string ReadText(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw StageFailure("io_error", "cannot read " + path.string());
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
 void WriteText(const fs::path& path, const std::string& text) {
   accelopt::sdk::WriteFile(path, text);  // atomic and checked: a reader never sees half a file
 }

@@ -11,8 +11,8 @@ namespace accelopt_optimize {
 
 using nlohmann::json;
 
-/// Whole file as text. Throws StageFailure{io_error} when unreadable.
-std::string ReadText(const std::filesystem::path& path);
+/// Whole file as text; StageFailure{io_error} when unreadable (accelopt/sdk/files.hpp).
+using accelopt::sdk::ReadText;
 /// Writes `text` (creating parent folders). Throws StageFailure{io_error}.
 void WriteText(const std::filesystem::path& path, const std::string& text);
 /// Writes `value` as indented JSON (creating parent folders). Throws StageFailure{io_error}.

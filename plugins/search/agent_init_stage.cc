@@ -21,7 +21,7 @@ json AgentBest(const json& state) {
 
 json RunAgentInit(StageContext& ctx) {
   const json& with = ctx.With();
-  const json beam = ListOf(with.value("beam", json()), "beam");
+  const json beam = ListParam(with.value("beam", json()), "beam");
   json earlier = json::object();
   const std::string path = with.value("lessons", std::string());
   if (!path.empty()) {
@@ -34,7 +34,7 @@ json RunAgentInit(StageContext& ctx) {
   json state = {{"cases", json::object()}, {"done", false}};
   for (const auto& member : beam) {
     const std::string case_name = member.value("case_name", "");
-    const auto latency = NumberField(member, "latency_ms");
+    const auto latency = Number(member, "latency_ms");
     if (case_name.empty() || !latency) continue;
     json lessons = earlier.contains(case_name) && earlier[case_name].is_array() ? earlier[case_name] : json::array();
     state["cases"][case_name] = {{"current", member}, {"best", member}, {"best_latency_ms", *latency}, {"evaluations", 0},

@@ -20,7 +20,7 @@ json RunAgentPick(StageContext& ctx) {
   const json& with = ctx.With();
   json state = with.value("state", json());
   if (!state.is_object() || !state.contains("cases")) throw StageFailure("config_error", "`state` must come from native:agent_init");
-  const json plans = ListOf(with.value("plans", json()), "plans");
+  const json plans = ListParam(with.value("plans", json()), "plans");
   const int window = ctx.Param<int>("reflexion_window");
   json picked = json::array();
   bool all_done = true;

@@ -51,8 +51,8 @@ json RunAgentStep(StageContext& ctx) {
   const json& with = ctx.With();
   json state = with.value("state", json());
   if (!state.is_object() || !state.contains("cases")) throw StageFailure("config_error", "`state` must come from native:agent_pick");
-  const json records = ListOf(with.value("records", json()), "records");
-  const json failures = ListOf(with.value("failures", json()), "failures");
+  const json records = ListParam(with.value("records", json()), "records");
+  const json failures = ListParam(with.value("failures", json()), "failures");
   const double threshold = ctx.Param<double>("divergence_threshold");
   const int limit = ctx.Param<int>("no_improve_limit");
   const int budget = ctx.Param<int>("budget");
@@ -68,7 +68,7 @@ json RunAgentStep(StageContext& ctx) {
     if (c["picked"].is_object() && by_case.count(case_name)) {
       const json& record = by_case[case_name];
       const bool profiled = record.contains("compiled") || record.value("status", "") == "ok";
-      const bool ok = record.value("status", "") == "ok" && NumberField(record, "latency_ms").value_or(0) > 0;
+      const bool ok = record.value("status", "") == "ok" && Number(record, "latency_ms").value_or(0) > 0;
       const double latency = ok ? record["latency_ms"].get<double>() : 0.0;
       const double best_before = c["best_latency_ms"].get<double>();
       const json error = record.value("error", json::object());

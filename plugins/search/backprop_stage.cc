@@ -27,7 +27,7 @@ json RunMcgsBackprop(StageContext& ctx) {
   const json& with = ctx.With();
   json graph = GraphParam(ctx);
   const SearchParams params = ParamsFrom(with);
-  const json records = ListOf(with.value("records", json()), "records");
+  const json records = ListParam(with.value("records", json()), "records");
   json best = with.value("best", json::object());
   if (!best.is_object()) best = json::object();
   std::map<std::pair<std::string, std::string>, json> by_node;
@@ -48,7 +48,7 @@ json RunMcgsBackprop(StageContext& ctx) {
       auto it = by_node.find({case_name, id});
       json record = it != by_node.end() ? it->second
                                         : json({{"status", "failed"}, {"error", {{"kind", "missing_result"}, {"message", "no profile result came back"}}}});
-      const bool ok = record.value("status", "") == "ok" && NumberField(record, "latency_ms").value_or(0) > 0;
+      const bool ok = record.value("status", "") == "ok" && Number(record, "latency_ms").value_or(0) > 0;
       const double latency = ok ? record["latency_ms"].get<double>() : 0.0;
       const double value = Value(ok, latency, baseline, params.fail_value);
       const json& parent = cg["nodes"][p["node"].get<std::string>()];

@@ -22,7 +22,7 @@ json LoadTactics(const std::string& path) {
 
 json RunMcgsInit(StageContext& ctx) {
   const json& with = ctx.With();
-  const json beam = ListOf(with.value("beam", json()), "beam");
+  const json beam = ListParam(with.value("beam", json()), "beam");
   json graph = {{"version", 1}, {"round", 0}, {"done", false}, {"events", 0}, {"pending_events", json::array()},
                 {"tactics", LoadTactics(with.value("tactics", std::string()))}, {"cases", json::object()}};
   std::vector<std::string> paths;
@@ -32,7 +32,7 @@ json RunMcgsInit(StageContext& ctx) {
   for (size_t i = 0; i < beam.size(); ++i) {
     const json& member = beam[i];
     const std::string case_name = member.value("case_name", "");
-    const auto latency = NumberField(member, "latency_ms");
+    const auto latency = Number(member, "latency_ms");
     if (case_name.empty() || !latency || *latency <= 0) continue;
     json fixed = {{"case_name", case_name}};
     for (const char* key : {"problem", "case_id", "values", "task", "rel_tol", "baseline_latency_ms"}) {

@@ -29,8 +29,8 @@ namespace accelopt_search {
 json RunMcgsPriors(StageContext& ctx) {
   const json& with = ctx.With();
   json graph = GraphParam(ctx);
-  const json plans = ListOf(with.value("plans", json()), "plans");
-  const json frontier = ListOf(with.value("frontier", json()), "frontier");
+  const json plans = ListParam(with.value("plans", json()), "plans");
+  const json frontier = ListParam(with.value("frontier", json()), "frontier");
   PriorRule prior_rule;
   const std::string prior_mode = ctx.Param<std::string>("prior");
   prior_rule.uniform = prior_mode == "uniform";
@@ -91,8 +91,8 @@ json RunMcgsPriors(StageContext& ctx) {
       std::string rule = text_field("rule");
       if (rule.empty() && !refused_kind) rule = text_field("kind");
       if (rule.empty()) rule = plan.value("origin", "llm");
-      const std::optional<double> estimate = NumberField(plan, "predicted_gain");
-      std::optional<double> own_prior = NumberField(plan, "prior");
+      const std::optional<double> estimate = Number(plan, "predicted_gain");
+      std::optional<double> own_prior = Number(plan, "prior");
       if (!own_prior && r < profile_weights.size() && profile_weights[r].is_number()) own_prior = profile_weights[r].get<double>();
       const json entry = TacticEntry(tactics, rule, bottleneck);
       const MoveWeight mw = WeighMove(r, own_prior, entry, PredictionStats(entry, problem, prior_rule), estimate, prior_rule);

@@ -8,39 +8,9 @@ namespace fs = std::filesystem;
 
 namespace accelopt_search {
 
-json ListOf(const json& value, const std::string& key) {
-  if (value.is_array()) return value;
-  if (value.is_object() && value.contains(key) && value[key].is_array()) return value[key];
-  return json::array();
-}
-
-bool ValidatedForResult(const json& record) {
-  const json validation = record.is_object() ? record.value("validation", json()) : json();
-  return !validation.is_string() || validation != "screened";
-}
-
-std::optional<double> NumberField(const json& object, const std::string& key) {
-  if (!object.is_object() || !object.contains(key) || !object[key].is_number()) return std::nullopt;
-  return object[key].get<double>();
-}
-
-std::string ReadText(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw StageFailure("io_error", "cannot read " + path.string());
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
 void WriteText(const fs::path& path, const std::string& text) { accelopt::sdk::WriteFile(path, text); }
 
 void WriteJson(const fs::path& path, const json& value) { accelopt::sdk::WriteJsonFile(path, value, 2); }
-
-std::string Fixed(double value, int digits) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), "%.*f", digits, value);
-  return buffer;
-}
 
 std::vector<std::string> StateHashes(StageContext& ctx, const std::vector<std::string>& paths) {
   std::vector<std::string> out(paths.size());

@@ -22,22 +22,19 @@ namespace accelopt_search {
 using accelopt::sdk::StageContext;
 using accelopt::sdk::StageFailure;
 
-/// A list parameter given as a list, null, or the producing stage's outputs holding it under `key`.
-json ListOf(const json& value, const std::string& key);
-/// True when a scored record may become an incumbent or a best kernel: its
-/// `validation` is "full" or "confirmed", or absent; not "screened" (checked on
-/// native:profile's screen seeds only; docs/search.md, "Screen, then confirm").
-/// The optimize plugin's ValidatedForResult (plugins/optimize/common.h) is the same rule.
-bool ValidatedForResult(const json& record);
-/// A number field, or nullopt.
-std::optional<double> NumberField(const json& object, const std::string& key);
+// From the plugin SDK (accelopt/sdk/params.hpp, records.hpp): a list parameter given as a
+// list, null or the producing stage's outputs; false for a "screened" record.
+using accelopt::sdk::ListParam;
+using accelopt::sdk::ValidatedForResult;
+// From the plugin SDK (accelopt/sdk/files.hpp, numbers.hpp): the whole file or
+// StageFailure{io_error}; a number field or nullopt; "1.234".
+using accelopt::sdk::Fixed;
+using accelopt::sdk::Number;
+using accelopt::sdk::ReadText;
 
-std::string ReadText(const std::filesystem::path& path);
 /// Atomic, checked writes (accelopt::sdk::WriteFile).
 void WriteText(const std::filesystem::path& path, const std::string& text);
 void WriteJson(const std::filesystem::path& path, const json& value);
-/// "1.234" with `digits` decimals.
-std::string Fixed(double value, int digits = 3);
 
 /// Canonical state hashes of kernel files (accelopt.search.canon.state_hashes); "" when unreadable.
 std::vector<std::string> StateHashes(StageContext& ctx, const std::vector<std::string>& paths);

@@ -15,8 +15,8 @@ json RunMcgsTranspose(StageContext& ctx) {
   const json& with = ctx.With();
   json graph = GraphParam(ctx);
   const json executed = with.value("execute", json());
-  const json candidates = ListOf(executed, "candidates");
-  const json failures = ListOf(executed, "failures");
+  const json candidates = ListParam(executed, "candidates");
+  const json failures = ListParam(executed, "failures");
   // (case, plan id) -> index into the case's pending list
   std::map<std::pair<std::string, std::string>, size_t> pending;
   for (auto& [case_name, cg] : graph["cases"].items()) {

@@ -42,7 +42,10 @@
 #include "accelopt/plugin_api.h"
 #include "accelopt/sdk/failure.hpp"
 #include "accelopt/sdk/files.hpp"
+#include "accelopt/sdk/numbers.hpp"
+#include "accelopt/sdk/parallel.hpp"
 #include "accelopt/sdk/params.hpp"
+#include "accelopt/sdk/records.hpp"
 
 namespace accelopt::sdk {
 

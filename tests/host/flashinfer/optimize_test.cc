@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "host/flashinfer/fib_optimize_fixture.h"
 #include "host/optimize/optimize_fixture.h"
 
 using namespace accelopt::testing;
@@ -13,40 +14,7 @@ using namespace accelopt::testing::optimize;
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-namespace {
-
-// rmsnorm_h16 with the sum of squares accumulated column by column in Python.
-const char* kSlow = R"PY(import torch
-
-def run(hidden_states, weight):
-    x = hidden_states.float()
-    acc = torch.zeros(x.shape[0], 1)
-    for j in range(x.shape[1]):
-        col = x[:, j:j + 1]
-        acc = acc + col * col
-    inv = torch.rsqrt(acc / x.shape[1] + 1e-6)
-    return (x * inv * weight.float()).to(hidden_states.dtype)
-)PY";
-
-const char* kFast = R"PY(import torch
-
-def run(hidden_states, weight):
-    x = hidden_states.float()
-    inv = torch.rsqrt(x.square().mean(dim=-1, keepdim=True) + 1e-6)
-    return (x * inv * weight.float()).to(hidden_states.dtype)
-)PY";
-
-std::string Role(const json& body) {
-  std::string system = body["messages"][0]["content"];
-  if (system.rfind("You are a performance-optimization expert", 0) == 0) return "planner";
-  if (system.rfind("You are an expert", 0) == 0) return "executor";
-  if (system.rfind("You are an assistant", 0) == 0) return "summarizer";
-  return "other";
-}
-
-bool HaveTorch() { return std::system("/usr/bin/python3.11 -c 'import torch' >/dev/null 2>&1") == 0; }
-
-}  // namespace
+using namespace accelopt::testing::fib_optimize;
 
 TEST_CASE("flashinfer-optimize: without an LLM it says so and exits 2", "[flashinfer][e2e]") {
   TempDir dir;

@@ -9,11 +9,13 @@
 #include "llm/client_registry.h"
 #include "llm/curl_chat_client.h"
 #include "llm/scripted_chat_client.h"
+#include "host/llm/llm_test_env.h"
 
 using namespace accelopt::llm;
 using accelopt::llm::testing::FakeLlmServer;
 using accelopt::llm::testing::OkBody;
 using nlohmann::json;
+using accelopt::llm::testing::MapEnv;
 namespace fs = std::filesystem;
 
 namespace {
@@ -30,14 +32,6 @@ struct TempDir {
   }
   fs::path path;
 };
-
-EnvLookup MapEnv(std::map<std::string, std::string> values) {
-  return [values = std::move(values)](const std::string& name) -> std::optional<std::string> {
-    auto it = values.find(name);
-    if (it == values.end()) return std::nullopt;
-    return it->second;
-  };
-}
 
 ChatRequest Ask(const std::string& endpoint, const std::string& text, const std::string& stage = "plan") {
   ChatRequest request;

@@ -4,30 +4,14 @@
 
 #include "llm/endpoint_config.h"
 #include "llm/llm_error.h"
+#include "host/llm/llm_test_env.h"
 
 using namespace accelopt::llm;
 using nlohmann::json;
+using accelopt::llm::testing::MapEnv;
+using accelopt::llm::testing::ConfigErrorOf;
 
 namespace {
-
-EnvLookup MapEnv(std::map<std::string, std::string> values) {
-  return [values = std::move(values)](const std::string& name) -> std::optional<std::string> {
-    auto it = values.find(name);
-    if (it == values.end()) return std::nullopt;
-    return it->second;
-  };
-}
-
-std::string ConfigErrorOf(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const LlmError& error) {
-    CHECK(error.kind == ErrorKind::kConfig);
-    return error.message;
-  }
-  FAIL("expected an llm_config error");
-  return "";
-}
 
 const json kSpec = {{"base_url", "http://127.0.0.1:8000/v1/"},
                     {"model", "gpt-oss-120b"},

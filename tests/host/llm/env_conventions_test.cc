@@ -13,19 +13,13 @@
 #include "llm/client_registry.h"
 #include "llm/endpoint_config.h"
 #include "llm/scripted_chat_client.h"
+#include "host/llm/llm_test_env.h"
 
 using namespace accelopt::llm;
 using nlohmann::json;
+using accelopt::llm::testing::MapEnv;
 
 namespace {
-
-EnvLookup MapEnv(std::map<std::string, std::string> values) {
-  return [values = std::move(values)](const std::string& name) -> std::optional<std::string> {
-    auto it = values.find(name);
-    if (it == values.end()) return std::nullopt;
-    return it->second;
-  };
-}
 
 // Sets (or unsets, with nullopt) process environment variables for its lifetime and
 // restores every one of them, set or unset, afterwards.

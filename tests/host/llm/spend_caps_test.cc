@@ -15,27 +15,15 @@
 #include "llm/llm_error.h"
 #include "llm/scripted_chat_client.h"
 #include "llm/spend_caps.h"
+#include "host/llm/llm_test_env.h"
 
 using namespace accelopt::llm;
 using nlohmann::json;
+using accelopt::llm::testing::NoEnv;
+using accelopt::llm::testing::ConfigErrorOf;
 namespace fs = std::filesystem;
 
 namespace {
-
-EnvLookup NoEnv() {
-  return [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
-}
-
-std::string ConfigErrorOf(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const LlmError& error) {
-    CHECK(error.kind == ErrorKind::kConfig);
-    return error.message;
-  }
-  FAIL("expected an llm_config error");
-  return "";
-}
 
 // The LlmError{llm_spend_cap} message of `fn`, "" when it does not throw one.
 std::string SpendCapErrorOf(const std::function<void()>& fn) {

@@ -8,10 +8,12 @@
 #include "llm/client_registry.h"
 #include "llm/transcript.h"
 #include "support/test_support.h"
+#include "host/llm/llm_test_env.h"
 
 using namespace accelopt::llm;
 using accelopt::testing::TempDir;
 using nlohmann::json;
+using accelopt::llm::testing::NoEnv;
 namespace fs = std::filesystem;
 
 namespace {
@@ -19,10 +21,6 @@ namespace {
 std::string Slurp(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-EnvLookup NoEnv() {
-  return [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
 }
 
 const json kBlock = {{"default", {{"base_url", "http://127.0.0.1:9/v1"}, {"model", "m"}}}};

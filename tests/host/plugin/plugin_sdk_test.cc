@@ -1,12 +1,18 @@
 // The C++ plugin SDK in-process: typed parameters with schema defaults, the
-// atomic checked WriteFile, and host-table growth (ACCEL_HOST_API_HAS).
+// atomic checked WriteFile and ReadText, the shared number and parallel-for
+// helpers, and host-table growth (ACCEL_HOST_API_HAS).
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cmath>
 #include <fstream>
 #include <functional>
+#include <mutex>
+#include <set>
+#include <thread>
 
 #include "accelopt/plugin_sdk.hpp"
 #include "support/test_support.h"
@@ -117,6 +123,65 @@ TEST_CASE("WriteFile failures are io_error stage failures naming the path", "[pl
     CHECK(FailureOf([&] { accelopt::sdk::WriteFile(locked / "out.txt", "y"); }).kind == "io_error");
     ::chmod(locked.c_str(), 0700);
   }
+}
+
+TEST_CASE("ReadText gives the whole file, bytes as they are, or an io_error naming the path", "[plugin][sdk]") {
+  accelopt::testing::TempDir dir;
+  const std::string bytes = std::string("line 1\r\nline 2\0tail", 20);
+  auto path = dir.Write("data.bin", bytes);
+  CHECK(accelopt::sdk::ReadText(path) == bytes);
+  auto failure = FailureOf([&] { accelopt::sdk::ReadText(dir.path() / "missing.txt"); });
+  CHECK(failure.kind == "io_error");
+  CHECK_THAT(failure.what(), Catch::Contains("cannot read") && Catch::Contains("missing.txt"));
+  CHECK(failure.details["path"] == (dir.path() / "missing.txt").string());
+}
+
+TEST_CASE("Number reads numeric fields only; Fixed prints fixed decimals", "[plugin][sdk]") {
+  const json object = {{"a", 1.5}, {"b", 3}, {"c", "2"}, {"d", nullptr}, {"e", true}};
+  CHECK(accelopt::sdk::Number(object, "a") == 1.5);
+  CHECK(accelopt::sdk::Number(object, "b") == 3.0);
+  CHECK_FALSE(accelopt::sdk::Number(object, "c").has_value());  // a string is not a number
+  CHECK_FALSE(accelopt::sdk::Number(object, "d").has_value());
+  CHECK_FALSE(accelopt::sdk::Number(object, "e").has_value());  // nor is a boolean
+  CHECK_FALSE(accelopt::sdk::Number(object, "missing").has_value());
+  CHECK_FALSE(accelopt::sdk::Number(json::array({1, 2}), "a").has_value());
+  CHECK(accelopt::sdk::Fixed(1.23456) == "1.235");
+  CHECK(accelopt::sdk::Fixed(2.0, 1) == "2.0");
+}
+
+TEST_CASE("ParallelFor calls every index exactly once on at most the threads asked for", "[plugin][sdk]") {
+  for (int threads : {0, 1, 3, 64}) {
+    for (size_t n : {size_t{0}, size_t{1}, size_t{2}, size_t{100}}) {
+      std::vector<std::atomic<int>> calls(n);
+      std::mutex mutex;
+      std::set<std::thread::id> ids;
+      accelopt::sdk::ParallelFor(n, threads, [&](size_t i) {
+        calls[i].fetch_add(1);
+        std::lock_guard<std::mutex> lock(mutex);
+        ids.insert(std::this_thread::get_id());
+      });
+      for (size_t i = 0; i < n; ++i) CHECK(calls[i].load() == 1);
+      CHECK(ids.size() <= static_cast<size_t>(std::max(1, threads)));
+      if (n > 0 && (threads <= 1 || n == 1)) CHECK(ids == std::set<std::thread::id>{std::this_thread::get_id()});  // no thread started
+    }
+  }
+}
+
+TEST_CASE("ListParam takes a list, null, or a stage's outputs holding the list", "[plugin][sdk]") {
+  const json list = json::array({1, 2});
+  CHECK(accelopt::sdk::ListParam(list, "records") == list);
+  CHECK(accelopt::sdk::ListParam(json{{"records", list}, {"other", 3}}, "records") == list);
+  CHECK(accelopt::sdk::ListParam(nullptr, "records") == json::array());
+  CHECK(accelopt::sdk::ListParam(json{{"records", "not a list"}}, "records") == json::array());
+  CHECK(accelopt::sdk::ListParam(json{{"beam", list}}, "records") == json::array());
+}
+
+TEST_CASE("ValidatedForResult refuses a screened record only", "[plugin][sdk]") {
+  CHECK(accelopt::sdk::ValidatedForResult(json{{"latency_ms", 1.0}}));
+  CHECK(accelopt::sdk::ValidatedForResult(json{{"validation", "full"}}));
+  CHECK(accelopt::sdk::ValidatedForResult(json{{"validation", "confirmed"}}));
+  CHECK(accelopt::sdk::ValidatedForResult(json{{"validation", nullptr}}));
+  CHECK_FALSE(accelopt::sdk::ValidatedForResult(json{{"validation", "screened"}}));
 }
 
 TEST_CASE("ACCEL_HOST_API_HAS follows the host's table size and version", "[plugin][sdk][abi]") {

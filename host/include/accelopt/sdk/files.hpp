@@ -21,8 +21,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -85,6 +87,17 @@ inline std::optional<std::pair<std::filesystem::path, std::filesystem::path>> Sp
 /// StageFailure{io_error} for a failed operation on `path`.
 inline StageFailure IoFailure(const std::string& what, const std::filesystem::path& path, const std::string& why) {
   return StageFailure("io_error", "cannot " + what + " " + path.string() + ": " + why, {{"path", path.string()}});
+}
+
+/// The whole file as bytes. Throws StageFailure{io_error} naming the path when it
+/// cannot be opened or read.
+inline std::string ReadText(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw IoFailure("read", path, std::strerror(errno));
+  std::ostringstream out;
+  out << in.rdbuf();
+  if (in.bad()) throw IoFailure("read", path, "read error");
+  return out.str();
 }
 
 /// Writes `content` to `path` atomically: readers see the old file or the whole

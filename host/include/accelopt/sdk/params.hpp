@@ -112,4 +112,16 @@ std::optional<T> GetOptionalParam(const nlohmann::json& with, const nlohmann::js
   return ConvertParam<T>(*value, name);
 }
 
+/// A list parameter that may also be given as null (empty) or as the producing
+/// stage's whole outputs object holding the list under `key`
+/// (`records: ${{ stages.score.outputs }}`). Anything else: an empty array.
+inline nlohmann::json ListParam(const nlohmann::json& value, const std::string& key) {
+  if (value.is_array()) return value;
+  if (value.is_object()) {
+    const auto it = value.find(key);
+    if (it != value.end() && it->is_array()) return *it;
+  }
+  return nlohmann::json::array();
+}
+
 }  // namespace accelopt::sdk

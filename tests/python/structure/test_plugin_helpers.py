@@ -1,0 +1,59 @@
+"""Plugins share the SDK's helpers instead of keeping copies (issue 40, item 3):
+reading a file (ReadText), a number field (Number), fixed decimals (Fixed), a
+parallel for-loop (ParallelFor), a list parameter (ListParam) and the rule that a
+screened record is no result (ValidatedForResult) are defined once, in host/include/accelopt/sdk/,
+and no file under plugins/ defines its own (docs/plugins.md, "Numbers and fan-out")."""
+import os
+import re
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+HELPERS = ("ReadText", "Number", "NumberField", "Fixed", "ParallelFor", "ListParam", "ListOf", "ValidatedForResult")
+# A definition or declaration: a return type, the name, "(" at the start of a line.
+DEFINITION = re.compile(r"^\s*(?:static\s+|inline\s+)*[A-Za-z_][\w:<>,]*[\s*&]+(" + "|".join(HELPERS) + r")\s*\(")
+
+
+def _offenders(text, path):
+    found = []
+    for number, line in enumerate(text.splitlines(), 1):
+        code = line.split("//", 1)[0]
+        if DEFINITION.search(code) and not code.lstrip().startswith("return"):
+            found.append(f"{path}:{number}: {line.strip()}")
+    return found
+
+
+def test_no_plugin_defines_its_own_copy_of_an_sdk_helper():
+    offenders = []
+    for root, _dirs, files in os.walk(os.path.join(REPO, "plugins")):
+        for name in files:
+            if name.endswith((".cc", ".h", ".hpp", ".cpp")):
+                path = os.path.join(root, name)
+                with open(path, encoding="utf-8", errors="replace") as handle:
+                    offenders += _offenders(handle.read(), os.path.relpath(path, REPO))
+    assert not offenders, "use accelopt::sdk's helper (host/include/accelopt/sdk/):\n" + "\n".join(offenders)
+
+
+def test_each_helper_is_defined_once_in_the_sdk():
+    sdk = os.path.join(REPO, "host", "include", "accelopt", "sdk")
+    counts = {name: 0 for name in ("ReadText", "Number", "Fixed", "ParallelFor", "ListParam", "ValidatedForResult")}
+    for name in os.listdir(sdk):
+        with open(os.path.join(sdk, name), encoding="utf-8") as handle:
+            for line in handle:
+                match = DEFINITION.search(line)
+                if match and match.group(1) in counts:
+                    counts[match.group(1)] += 1
+    assert counts == {name: 1 for name in counts}
+
+
+def test_the_scanner_sees_the_forms_the_copies_had():
+    # The check is only as good as its pattern: these are the copies it replaced.
+    for line in ("std::string ReadText(const fs::path& path) {",
+                 "std::optional<double> NumberField(const json& object, const std::string& key);",
+                 "std::string Fixed(double v, int digits = 3) {",
+                 "void ParallelFor(size_t n, int threads, const std::function<void(size_t)>& fn);",
+                 "static std::optional<double> Number(const json& o, const std::string& k) {",
+                 "json ListOf(const json& value, const std::string& key) {",
+                 "bool ValidatedForResult(const json& record);"):
+        assert _offenders(line, "x.cc"), line
+    for line in ("  return Fixed(value, 2);", "  const auto n = Number(row, \"latency\");",
+                 "using accelopt::sdk::Fixed;", "  out += Fixed(x) + \"x\";"):
+        assert not _offenders(line, "x.cc"), line
