@@ -7,7 +7,9 @@
 * docs/rules.md says how to write a rule and load it from outside the install, with the
   example file it names;
 * docs/plugins.md has one build line for an out-of-tree plugin (tests/host/plugin/
-  out_of_tree_build_test.cc runs it).
+  out_of_tree_build_test.cc runs it);
+* docs/extending.md lists every extension point with an example and a test that exist
+  (issue 40, item 5).
 """
 import os
 import re
@@ -75,3 +77,27 @@ def test_plugins_md_has_one_build_line_for_an_out_of_tree_plugin():
              if line.startswith("g++ ")]
     assert len(lines) == 1, lines
     assert "-shared" in lines[0] and "-fPIC" in lines[0] and "host/include" in lines[0]
+
+
+def test_extending_md_lists_every_extension_point_with_an_existing_example_and_test():
+    # issue 40, item 5: pipeline, Lua stage, native stage, rule move, evaluator/backend, search
+    # strategy, report kind, LLM provider; each row's example and test paths exist.
+    text = _read("docs/extending.md")
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| extension point"))
+    table = []
+    for line in lines[start + 2:]:  # the first table only: header, rule, then rows up to a blank line
+        if not line.startswith("| "):
+            break
+        table.append(line)
+    points = [row.split("|")[1].strip() for row in table]
+    assert points == ["pipeline", "native stage", "Lua stage", "rule move", "backend (evaluator)", "search strategy",
+                      "report kind", "LLM provider"], points
+    for row in table:
+        example = row.split("|")[4]
+        paths = re.findall(r"`((?:pipelines|docs|tests|host)/[^`*]+)`", example)
+        assert paths, row
+        for path in paths:
+            assert os.path.exists(os.path.join(REPO, path.rstrip("/"))), f"docs/extending.md names {path}, which does not exist"
+    assert "The\nroute of one candidate" in text or "The route of one candidate" in text
+    assert "## The route of one candidate" in _read("docs/architecture.md")
