@@ -107,13 +107,18 @@ def loop_range(kind, args, frame=None):
     releases = None
     if run is not None and frame is not None:
         releases = liveness.plan_for(frame.f_code, frame.f_lineno)
+    tracer = run.tracer if run is not None else None
     if run is not None:
         run.loops.append(loop)
+    if tracer is not None:
+        tracer.loop_event("enter", kind)  # software-pipelining steps (cost.tracer.Tracer.loop_event)
     try:
         first = True
         bound = None
         for value in rng:
             loop.iteration = value
+            if tracer is not None:
+                tracer.loop_event("iteration", kind)
             if releases and bound is None:
                 bound = liveness.bind(frame, releases)
             yield make_index(value, loop, first)
@@ -122,5 +127,7 @@ def loop_range(kind, args, frame=None):
                 liveness.release(bound, value)
     finally:
         loop.done = True
+        if tracer is not None:
+            tracer.loop_event("exit", kind)
         if run is not None and run.loops and run.loops[-1] is loop:
             run.loops.pop()

@@ -7,7 +7,7 @@ system), so removing an instruction or shortening one never delays another:
 the estimate is monotone (tests/python/emulator/test_cost_monotone.py).
 
 * one in-order queue per compute engine (tensor, vector, scalar, gpsimd), in
-  program order;
+  the pipelined order (below);
 * 16 DMA engines (nki-facts §3.4); a transfer over P partitions uses ceil(P/8)
   of them. Each engine is a FIFO: it serves the transfers in the issue order
   that ``tracer`` computes (a load is issued once its destination buffer is free
@@ -24,6 +24,22 @@ the estimate is monotone (tests/python/emulator/test_cost_monotone.py).
   exclusive on PSUM [D S3 arch], taken in program order;
 * 8 PSUM banks, a ring like an SBUF site's, assigned in program order to accumulation
   groups: a new group waits until the bank's previous group was read out (nki-facts §3.6).
+
+Pipelined order (``Target.pipeline_depth``; tracer.Tracer.pipe_stages): the
+jobs are handed over, and every queue serves them, sorted by (step + stage,
+stage, program index). A step is one iteration of an ``nl.affine_range`` loop
+(a nest of affine loops is one flat sequence of iterations); an instruction of
+an affine body whose dependency depth within its iteration reaches
+``pipeline_depth`` is in stage 1 and is handed over after the next iteration's
+stage-0 instructions, as a software-pipelined loop with a one-iteration offset
+would issue them. Affine iterations carry no dependency (nki-facts §2.4), the
+compiler applies loop-level optimizations to them (§5.2) and reorders
+instructions within an engine (§3.6); sequential and static loops, and
+everything outside loops, drain the pipeline and keep program order. A job that
+depends on a stage-1 job of its own or the previous step is in stage 1 too, so
+the order is a topological order of the dependencies. The stages are computed
+when the trace is recorded, from its structure alone, never from a duration:
+the order stays fixed before any time is computed and the estimate monotone.
 
 Regions are tuples ``(root uid, first block, last block, lo, hi)``: element
 spans inside the root, blocks being the block dimensions of on-chip tensors

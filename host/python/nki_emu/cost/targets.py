@@ -47,6 +47,15 @@ class Target:
     buffers_affine: int = 2  # physical buffers per SBUF allocation site in affine loops / block dims [I, fitted]
     buffers_sequential: int = 1  # ... for tiles allocated in sequential (Python range) loops [I, fitted]
     buffer_share: float = 0.5  # at most this fraction of usable SBUF per site ring [I]
+    # software pipelining of affine loops (scheduler docstring "Pipelined order"): an instruction
+    # at this dependency depth within its iteration or deeper is handed over after the next
+    # iteration's shallower ones; 0 = program order. Affine iterations are independent [D nki-facts
+    # §2.4] and the compiler reorders an engine's instructions [nki-facts §3.6]; the depth is
+    # [I]: 3. Leave-one-out over 0..3 picks 1 in every fold, but 1 fails the monotonicity property
+    # test on one mutation (a ring-assignment shift, docs/nki-emulator.md "Pipelined order"), 2
+    # gives median 12.4 %; 3 is the best that passes (issue 35, docs/benchmarks/emulator-calibration.txt).
+    # Tracer.pipe_stages keeps depths 1..6.
+    pipeline_depth: int = 3
     auto_engine: str = "scalar"  # engine=unknown ops: "scalar" or "vector" [M nki-facts §3.5: ScalarE]
     sync_ns: float = 30.0  # cross-engine semaphore wait per dependency edge [I nki-facts §3.6]
     launch_ns: float = 30000.0  # fixed launch/teardown [I nki-facts §3.6]

@@ -17,6 +17,9 @@ Record kinds:
 * ``("L", partitions, nbytes, n_desc, src_key, dst_block, bytes_pp, src_region, dst_region, place)``
 * ``("S", partitions, nbytes, n_desc, sbuf_reads, src_region, writes, hbm_scratch)``
 
+Every record carries its software-pipelining tag ``pipe`` = (step, stages) (in
+``info`` for "C", in the last element's dict for "L"/"S"; Tracer.pipe_stages).
+
 ``engine`` is "tensor"/"vector"/"scalar"/"gpsimd" or "auto" (engine=unknown:
 VectorE or ScalarE, chosen at replay by ``Target.auto_engine``).
 """
@@ -32,6 +35,7 @@ from .residency import Residency
 from .scheduler import HBM_CHUNK, Rings, Scheduler, dma_engines
 
 ON_CHIP = ("sbuf", "psum")
+PIPE_DEPTHS = 6  # pipeline depths 1..6 whose stages every record keeps (Tracer.pipe_stages)
 _DT16 = ("bfloat16", "float16")
 _DT16_OF = {}  # dtype -> is it BF16/FP16 (cached: checked for every tensor_copy/tensor_scalar/tensor_tensor)
 
@@ -98,6 +102,110 @@ class Tracer:
         self.pending = None
         self.m = metrics.Counters()
         self._geo = {}  # root uid -> (block elems, bytes per partition, site, kind)
+        # software-pipelining steps (``loop_event``; scheduler docstring "Pipelined order")
+        self.step = 0
+        self._advance = False
+        self._loops = []  # kinds of the enclosing nl.*_range loops, innermost last
+        # per block key the (step, depth, stages) of its last writer and {(step, stages): depth}
+        # of its accesses since; the buffer rings as replay assigns them (pipe_stages)
+        self._p_wr, self._p_acc, self._rings = {}, {}, Rings()
+
+    # --- loops (software pipelining, docs/nki-emulator.md "Pipelined order") ---------
+    def loop_event(self, event, kind):
+        """``event`` "enter"/"iteration"/"exit" of an nl.*_range loop of ``kind``.
+
+        Each record is tagged (step, pipelined). A new iteration of an affine loop
+        starts a new step (lazily, at the next compute instruction, so that the
+        loads an outer affine body issues before an inner affine loop share the
+        step of the work before them); entering or leaving an affine loop nested
+        directly in an affine loop changes nothing (the nest is one flat space of
+        independent iterations, nki-facts §2.4). Every other loop event (a
+        sequential or static loop's iterations, entering or leaving a loop nest)
+        drains: the step advances by 2, so nothing before it can be overlapped
+        with anything after it. ``pipelined``: the innermost loop is affine."""
+        self.flush()
+        loops = self._loops
+        if event == "enter":
+            parent = loops[-1] if loops else None
+            loops.append(kind)
+            nested = kind == "affine" and parent == "affine"
+        elif event == "exit":
+            if loops:
+                loops.pop()
+            parent = loops[-1] if loops else None
+            nested = kind == "affine" and parent == "affine"
+        else:
+            if kind == "affine":
+                self._advance = True
+                return
+            nested = False
+        if not nested:
+            self.step += 2
+            self._advance = False
+
+    def _pipe(self, compute, reads, writes, place=(), psum_blocks=()):
+        """The record's tag (step, stages) (``pipe_stages``)."""
+        if compute and self._advance:
+            self.step += 1
+            self._advance = False
+        return (self.step, self.pipe_stages(bool(self._loops) and self._loops[-1] == "affine",
+                                            reads, writes, place, psum_blocks))
+
+    def pipe_stages(self, pipelined, reads, writes, place, psum_blocks=()):
+        """Stages of the record for ``Target.pipeline_depth`` 1..PIPE_DEPTHS (a tuple).
+
+        The record is in stage 1 (overlapped with the next step's stage 0, scheduler
+        docstring "Pipelined order") when its innermost loop is affine and its dependency
+        depth within its step reaches the pipeline depth. Dependencies: the writers of
+        what it reads or writes, the accesses since the last write of what it writes
+        (write-after-read), and the accesses of the tile whose buffer a new tile reuses (the
+        tile ``Target.buffers`` allocations earlier at the same site). A record that depends
+        on a stage-1 record of its own or the previous step is in stage 1 too, so that it is
+        handed over after it: only independent work moves. Computed here, once, from the
+        recorded structure (steps, regions, sites) and kept in the record: the order never
+        depends on a duration nor on another record's replay, so deleting or shrinking a
+        record leaves every other record's place unchanged and the estimate monotone."""
+        step = self.step
+        wr, acc = self._p_wr, self._p_acc
+        deps = []
+        read_blocks = [(uid, b) for uid, b0, b1, _, _ in reads for b in range(b0, b1 + 1)]
+        write_blocks = [(uid, b) for uid, b0, b1, _, _ in writes for b in range(b0, b1 + 1)]
+        for blk in read_blocks:
+            w = wr.get(blk)
+            if w is not None:
+                deps.append(w)
+        t = self.target
+        reused = self._rings.place([(k, site, t.buffers(kind, bpp)) for k, site, kind, bpp in place]
+                                   + [(k, ("psum",), t.psum_banks) for k in psum_blocks])
+        for blk in write_blocks + reused:
+            w = wr.get(blk)
+            if w is not None:
+                deps.append(w)
+            a = acc.get(blk)
+            if a:
+                deps.extend((s, d, st) for (s, st), d in a.items())
+        depth = 0
+        forced = [False] * PIPE_DEPTHS
+        for s, d, st in deps:
+            if s == step and d + 1 > depth:
+                depth = d + 1
+            if s >= step - 1:
+                forced = [f or x == 1 for f, x in zip(forced, st)]
+        stages = tuple(1 if forced[k] or (pipelined and depth >= k + 1) else 0 for k in range(PIPE_DEPTHS))
+        tag = (step, depth, stages)
+        for blk in write_blocks:
+            wr[blk] = tag
+            acc[blk] = {(step, stages): depth}
+        for blk in read_blocks:
+            a = acc.get(blk)
+            if a is None:
+                acc[blk] = {(step, stages): depth}
+                continue
+            for k in [k for k in a if k[0] < step - 1]:
+                del a[k]
+            if a.get((step, stages), -1) < depth:
+                a[(step, stages)] = depth
+        return stages
 
     # --- geometry -------------------------------------------------------------------
     def _root_geo(self, root):
@@ -236,6 +344,7 @@ class Tracer:
                 place = [(key, site, kind, bpp) for key in keys]
         info = {k: v for k, v in p.info.items() if k in formulas.INFO_KEYS}
         info["sbuf"] = any_sbuf
+        info["pipe"] = self._pipe(True, reads, writes, place, psum_blocks)
         if p.op in formulas.PERF_MODE_OPS:
             tiles = list(p.reads) + ([out] if out is not None else [])
             if tiles and all(_is_dt16(t.dtype) for t in tiles):
@@ -273,15 +382,18 @@ class Tracer:
             if dst.buffer == "sbuf" and not p.info.get("onchip"):  # an on-chip copy is never hoisted
                 block = self._tiles(dst)[0]
                 bpp = self._root_geo(dst.root)[1]
-            self.records.append(("L", partitions, nbytes, n_desc, key, block, bpp,
-                                 self._region(src), self._region(dst), self._place(dst)) + _dma_extra(p.info))
+            src_region, dst_region, place = self._region(src), self._region(dst), self._place(dst)
+            self.records.append(("L", partitions, nbytes, n_desc, key, block, bpp, src_region, dst_region, place)
+                                + _dma_extra(p.info, self._pipe(False, [src_region], [dst_region], place)))
             self.m.add_access("sbuf", "write", nbytes)
         else:
             # outputs (shared_hbm) are not read back by NKIBench kernels: skip their
             # writer bookkeeping; private/`nl.hbm` scratch (spills) is tracked.
             writes = [] if dst.buffer == "shared_hbm" else [self._region(dst)]
+            src_region = self._region(src)
             self.records.append(("S", partitions, nbytes, n_desc, self._sbuf_reads([src]),
-                                 self._region(src), writes, dst.buffer != "shared_hbm") + _dma_extra(p.info))
+                                 src_region, writes, dst.buffer != "shared_hbm")
+                                + _dma_extra(p.info, self._pipe(False, [src_region], writes)))
             self.m.add_access("sbuf", "read", nbytes)
 
     def finish(self):
@@ -302,10 +414,11 @@ class _Replay:
     spills, with a live block's save at its eviction), the physical buffer each new
     tile takes and the PSUM bank of each accumulation group (``scheduler.Rings``),
     the DMA engines of narrow transfers (round-robin) and the engine of engine=unknown
-    instructions. Timing hands the resulting jobs to the scheduler in program order:
+    instructions. Timing hands the resulting jobs to the scheduler in the pipelined
+    order (scheduler docstring; program order with ``Target.pipeline_depth`` 0):
     every resource (each compute engine, each DMA engine's load queue and store
     queue) serves its work in that fixed order, and no choice depends on a duration,
-    which makes the estimate monotone (scheduler docstring).
+    which makes the estimate monotone.
     """
 
     def __init__(self, target, counters):
@@ -321,6 +434,9 @@ class _Replay:
         self.rr = {"load": 0, "store": 0}
         self.alias = {}  # tile key of a hoisted load -> the tile (physical buffer) holding its data
         self.src_tile = {}  # HBM source key -> tile its last real load wrote
+        self.keys = []  # per job its place in the pipelined order (_add)
+        self.wkey = {}  # block -> place of the job that last wrote it
+        self.pipe = (0, 0)
 
     # --- planning -------------------------------------------------------------------
     def place(self, entries):
@@ -330,8 +446,25 @@ class _Replay:
         return self.rings.place([(key, site, t.buffers(kind, bpp)) for key, site, kind, bpp in entries])
 
     def _add(self, job, reads=(), writes=(), waits=(), uses=()):
-        """Appends ``job`` (the timing pass hands the jobs over in this order)."""
+        """Appends ``job``; the timing pass hands the jobs over sorted by (step + stage,
+        stage, index), ``self.pipe`` being the (step, stage) of the record being planned
+        (``Tracer.pipe_stages``; the program order when ``Target.pipeline_depth`` is 0)."""
+        step, stage = self.pipe
+        if stage == 0 and self.wkey:
+            # a writer that replay put later than its tags say (a record moved to stage 1 for
+            # a spill save, below) moves its readers with it
+            wkey = self.wkey
+            for uid, b0, b1, _, _ in list(reads) + list(writes):
+                if any(wkey.get((uid, b), (0, 0))[:2] > (step, 0) for b in range(b0, b1 + 1)):
+                    stage = 1
+                    self.pipe = (step, 1)
+                    break
+        key = (step + stage, stage, len(self.jobs))
+        self.keys.append(key)
         self.jobs.append(job)
+        for uid, b0, b1, _, _ in writes:
+            for b in range(b0, b1 + 1):
+                self.wkey[(uid, b)] = key
 
     def _first(self, direction, partitions):
         n_q = dma_engines(self.t, partitions)
@@ -377,6 +510,12 @@ class _Replay:
             if old.kind != "compute" or old.saved or key is None or self.next_read(key) is None:
                 continue
             old.saved = True
+            w = self.wkey.get(key)
+            step, stage = self.pipe
+            if w is not None and (w[0], w[1]) > (step + stage, stage):
+                # the save (and the instruction that waits for it) is handed over after the
+                # block's writer: a stage-1 writer puts this record in stage 1
+                self.pipe = (step, 1)
             save = old.bytes_pp * 128
             self.spill_save += save
             self.hbm_write += save
@@ -493,6 +632,7 @@ class _Replay:
         for i, rec in enumerate(records):
             self.current = i
             kind = rec[0]
+            self.pipe = _pipe_tag(rec, self.pipe[0], self.t.pipeline_depth)
             if kind == "C":
                 self.plan_compute(rec)
             elif kind == "L":
@@ -504,7 +644,10 @@ class _Replay:
                 for block in dying[i]:
                     release(block, live)
         s = self.sched
-        for job in self.jobs:
+        jobs = self.jobs
+        if self.t.pipeline_depth > 0:
+            jobs = [jobs[k[2]] for k in sorted(self.keys)]
+        for job in jobs:
             kind = job[0]
             if kind == "C":
                 self.time_compute(job)
@@ -515,10 +658,28 @@ class _Replay:
         return self
 
 
-def _dma_extra(info):
-    """The optional last element of a DMA record: its transpose/DGE flags, only when set
-    (records of plain loads and stores keep their length, so cached traces stay valid)."""
+def _pipe_tag(rec, step, depth):
+    """(step, stage) of a record for ``Target.pipeline_depth`` ``depth`` (Tracer.pipe_stages);
+    stage 0 with ``depth`` 0 (program order) and for a record without a tag (a trace
+    recorded before tags existed: it keeps the previous step)."""
+    kind = rec[0]
+    if kind == "C":
+        tag = rec[4].get("pipe")
+    else:
+        n = 10 if kind == "L" else 8
+        tag = rec[n].get("pipe") if len(rec) > n else None
+    if tag is None:
+        return (step, 0)
+    stages, depth = tag[1], int(depth)
+    return (tag[0], stages[min(depth, len(stages)) - 1] if depth > 0 else 0)
+
+
+def _dma_extra(info, pipe=None):
+    """The optional last element of a DMA record: its transpose/DGE flags and its
+    software-pipelining tag ``pipe`` (step, pipelined), only when set."""
     extra = {k: info[k] for k in ("transpose", "dge", "onchip") if info.get(k)}
+    if pipe is not None:
+        extra["pipe"] = pipe
     return (extra,) if extra else ()
 
 
