@@ -4,9 +4,13 @@
 #pragma once
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
+
+#include "support/test_support.h"
 
 namespace accelopt::testing::fib_optimize {
 
@@ -44,5 +48,31 @@ inline std::string Role(const nlohmann::json& body) {
 
 /// Whether /usr/bin/python3.11 imports torch (Debian's python3-torch).
 inline bool HaveTorch() { return std::system("/usr/bin/python3.11 -c 'import torch' >/dev/null 2>&1") == 0; }
+
+/// A copy of the fixture trace set under `dir`/set with kSlow as the python solution
+/// `slow_rmsnorm` of rmsnorm_h16 by author `tests`; returns the set's root.
+inline std::filesystem::path TraceSetWithSlowSolution(const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  const fs::path root = dir / "set";
+  fs::copy(SourcePath("tests/fixtures/flashinfer"), root, fs::copy_options::recursive);
+  const nlohmann::json slow = {
+      {"name", "slow_rmsnorm"}, {"definition", "rmsnorm_h16"}, {"author", "tests"},
+      {"spec", {{"language", "python"}, {"target_hardware", {"cpu"}}, {"entry_point", "main.py::run"},
+                {"destination_passing_style", false}}},
+      {"sources", {{{"path", "main.py"}, {"content", kSlow}}}}};
+  fs::create_directories(root / "solutions/tests/rmsnorm/rmsnorm_h16");
+  std::ofstream(root / "solutions/tests/rmsnorm/rmsnorm_h16/slow_rmsnorm.json") << slow.dump(2);
+  return root;
+}
+
+/// A scripted model with one idea: the planner proposes vectorizing the column loop, the
+/// executor answers kFast, the summarizer names the rewrite.
+inline std::string VectorizingModel(const nlohmann::json& body) {
+  const std::string role = Role(body);
+  if (role == "planner") return "Replace the Python loop over columns by one vectorized mean of squares.";
+  if (role == "executor") return std::string("Here it is:\n```python\n") + kFast + "```\n";
+  if (role == "summarizer") return "**Vectorize the column loop**\nOne square().mean() instead of a Python loop.";
+  return "?";
+}
 
 }  // namespace accelopt::testing::fib_optimize

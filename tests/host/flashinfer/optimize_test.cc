@@ -31,21 +31,8 @@ TEST_CASE("flashinfer-optimize: a scripted LLM's python rewrite passes and is fa
     return;
   }
   TempDir dir;
-  fs::path root = dir.path() / "set";
-  fs::copy(SourcePath("tests/fixtures/flashinfer"), root, fs::copy_options::recursive);
-  json slow = {{"name", "slow_rmsnorm"}, {"definition", "rmsnorm_h16"}, {"author", "tests"},
-               {"spec", {{"language", "python"}, {"target_hardware", {"cpu"}}, {"entry_point", "main.py::run"},
-                         {"destination_passing_style", false}}},
-               {"sources", {{{"path", "main.py"}, {"content", kSlow}}}}};
-  fs::create_directories(root / "solutions/tests/rmsnorm/rmsnorm_h16");
-  std::ofstream(root / "solutions/tests/rmsnorm/rmsnorm_h16/slow_rmsnorm.json") << slow.dump(2);
-  ScriptedLlmServer server([](const json& body) -> std::string {
-    std::string role = Role(body);
-    if (role == "planner") return "Replace the Python loop over columns by one vectorized mean of squares.";
-    if (role == "executor") return std::string("Here it is:\n```python\n") + kFast + "```\n";
-    if (role == "summarizer") return "**Vectorize the column loop**\nOne square().mean() instead of a Python loop.";
-    return "?";
-  });
+  const fs::path root = TraceSetWithSlowSolution(dir.path());
+  ScriptedLlmServer server(VectorizingModel);
   fs::path run = dir.path() / "run";
   auto result = RunHost({"run", SourcePath("pipelines/flashinfer-optimize.yaml").string(), "--run-dir", run.string(),
                          "--set", "vars.trace_set=" + root.string(), "--set", "vars.definitions=[rmsnorm_h16]",
