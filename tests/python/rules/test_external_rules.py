@@ -50,6 +50,6 @@ def test_a_module_that_breaks_the_contract_is_refused_with_its_file():
         assert "no_name.py" in text and "NAME" in text, text
         assert "clash.py" in text and "'tunable' is already a rule" in text, text
         assert "broken.py" in text and "SyntaxError" in text, text
-        assert registry.RULES["tunable"].__name__ == "accelopt.rules.tunable"
+        assert registry.RULES["tunable"].__name__ == "accelopt.rules.moves.tunable"
     finally:
         shutil.rmtree(folder, True)

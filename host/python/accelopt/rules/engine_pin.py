@@ -1,4 +1,5 @@
-"""Shared by ``evict_engine`` and ``copy_engine``: reading a copy call and pinning it to an engine.
+"""Shared by ``evict_engine`` and ``copy_engine``: reading a copy call, pinning it to an engine, and
+which names are PSUM tiles.
 
 Both rules rewrite ``nl.copy(t)`` / ``nisa.tensor_copy(t)`` into
 ``nisa.tensor_copy(t, engine=nisa.scalar_engine)`` (or ``vector_engine``);
@@ -7,6 +8,7 @@ documented effect they name (docs/rules.md).
 """
 import ast
 
+from . import analysis as A
 from . import patterns as P
 from .imports import isa_prefix
 
@@ -62,3 +64,27 @@ def pin_edits(src, node, args, attr):
             parts.append(f"{key}={src.segment(args[key])}")
     parts.append(f"engine={isa}.{attr}")
     return [src.replace_node(node, f"{isa}.tensor_copy({', '.join(parts)})")] + extra
+
+
+_PSUM_RESULTS = {"nl.matmul", "nisa.nc_matmul", "nl.transpose", "nisa.nc_transpose"}
+
+
+def psum_names(src, func):
+    """Names of ``func`` every binding of which is a PSUM tile (bound only to ``nl.zeros/ndarray(..., buffer=nl.psum)`` or to
+    ``nl.matmul``/``nisa.nc_matmul``/``nl.transpose``/``nisa.nc_transpose`` results)."""
+    defs = A.bindings(func)
+    out = set()
+    for name, values in defs.items():
+        if values and all(v is not None and _psum_value(src, v) for v in values):
+            out.add(name)
+    return out
+
+
+def _psum_value(src, v):
+    qual = src.call_name(v)
+    if qual in _PSUM_RESULTS:
+        return True
+    if qual in ("nl.zeros", "nl.ndarray"):
+        return any(k.arg == "buffer" and src.qualname(k.value) == "nl.psum" for k in v.keywords)
+    return False
+

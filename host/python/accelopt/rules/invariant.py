@@ -22,7 +22,6 @@ they read changes inside the loop.
 import ast
 
 from . import analysis as A
-from .widen import rebound_first
 from .walk import walk
 
 _NEVER = {"nl.store", "nl.ndarray", "nl.zeros", "nl.ones", "nl.full", "nl.zeros_like", "nl.ones_like",
@@ -104,3 +103,22 @@ def has_compute(src, stmts):
 def has_load(src, stmts):
     """True if any statement is an nl.load."""
     return any(src.call_name(s.value) == "nl.load" for s in stmts)
+
+
+def rebound_first(src, name_node, loop):
+    """True if ``name_node`` sits in another for loop whose body assigns the name (a plain
+    ``name = ...``) in a statement before any statement that mentions it otherwise."""
+    other = A.enclosing(src, name_node, (ast.For,))
+    while other is not None and other is not loop:
+        if any(n is loop for n in walk(other)):
+            return False  # an enclosing loop of ours: the name could be read after our loop
+        for stmt in other.body:
+            mentions = [n for n in walk(stmt) if isinstance(n, ast.Name) and n.id == name_node.id]
+            if not mentions:
+                continue
+            return isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 \
+                and isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id == name_node.id \
+                and not A.name_loads(stmt.value, name_node.id)
+        other = A.enclosing(src, other, (ast.For,))
+    return False
+

@@ -35,7 +35,7 @@ import ast
 from . import analysis as A
 from . import patterns as P
 from .imports import isa_prefix
-from .scale_to_activation import column_names
+from .columns import column_names
 from .walk import walk
 
 

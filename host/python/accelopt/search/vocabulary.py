@@ -20,27 +20,10 @@ from accelopt.rules import effects, registry
 
 from . import bottleneck
 
-# What a kind relieves when no applicable move of it on the kernel says so: the rules'
-# own `relieves` for their usual candidates (a kind not listed: fixed costs at half weight).
-KIND_RELIEVES = {
-    "tunable": {"instructions": 1.0, "dma": 0.6, "vector": 0.3, "scalar": 0.3},
-    "retile": {"instructions": 1.0, "dma": 0.6, "vector": 0.3, "scalar": 0.3},
-    "hoist_load": {"dma": 1.0},
-    "dedupe_load": {"dma": 1.0},
-    "hoist_invariant": {"instructions": 1.0, "vector": 0.5, "tensor": 0.3, "dma": 0.5},
-    "interchange": {"dma": 1.0, "vector": 0.4, "instructions": 0.5},
-    "widen_loop": {"instructions": 1.0, "dma": 0.6, "vector": 0.3, "scalar": 0.3},
-    "fuse_reciprocal": {"vector": 1.0, "instructions": 1.0},
-    "fuse_sigmoid": {"vector": 1.0, "scalar": 1.0, "instructions": 1.0},
-    "fuse_silu": {"vector": 1.0, "scalar": 1.0, "instructions": 1.0},
-    "reciprocal_to_scalar": {"vector": 1.0},
-    "square_to_activation": {"vector": 1.0},
-    "merge_tensor_scalar": {"instructions": 1.0, "vector": 0.5, "scalar": 0.5},
-    "scale_to_activation": {"vector": 1.0},
-    "hoist_transpose": {"tensor": 1.0, "scalar": 0.4, "vector": 0.4, "instructions": 0.6},
-    "tile_free": {"dma": 1.0, "vector": 0.3},
-    "evict_engine": {"vector": 0.6, "scalar": 0.6, "tensor": 0.3},
-}
+# What a kind relieves when no applicable move of it on the kernel says so: each rule's own
+# RELIEVES (accelopt/rules/moves/<kind>.py, collected by the registry); a rule loaded from
+# ACCELOPT_RULES_PATH without RELIEVES: fixed costs at half weight.
+KIND_RELIEVES = registry.RELIEVES
 DEFAULT_RELIEVES = {"instructions": 0.5}
 
 # The open move: its kind, the names a planner may write for it, its effect as the
