@@ -14,8 +14,8 @@ from .dtypes import (bfloat16, bool_, float8_e4m3, float8_e5m2, float16, float32
                      int32, tfloat32, uint8, uint16, uint32)
 from .errors import fail, user_frame_object as _kernel_frame
 from .index_expr import arange, mask_array, mgrid  # noqa: F401
-from .language_228 import check_allocation, dynamic_range, gather_flattened, load_transpose2d, no_reorder  # noqa: F401
-from .language_228 import usable_sbuf_bytes
+from .language_extras import check_allocation, dynamic_range, gather_flattened, load_transpose2d, no_reorder  # noqa: F401
+from .language_extras import usable_sbuf_bytes
 from .operands import dtype_of as _dtype_of, free_size, is_tile as _is_tile, on_chip, result as _result
 from .operands import space as _space, values
 from .tensor import HBM_BUFFERS, MAX_PARTITIONS as _PMAX, NkiTensor, par_dim  # noqa: F401

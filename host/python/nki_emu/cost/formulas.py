@@ -65,7 +65,7 @@ def cycles(op, n, info, engine, target):
         return 150 + n
     if op == "tensor_copy_dynamic":
         return max(600, n)
-    # SDK 2.28 additions (nki-facts §3.3; nki_emu.isa_new)
+    # SDK 2.28 additions (nki-facts §3.3; nki_emu.isa_special)
     if op == "tensor_scalar_reduce":
         return max(mii, n) + mii  # [D S3 tensor_scalar_reduce]
     if op == "scalar_tensor_tensor":

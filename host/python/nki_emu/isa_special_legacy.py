@@ -1,4 +1,4 @@
-"""Legacy (``neuronxcc.nki``, SDK 2.26) forms of the instructions ``nki_emu.isa_new`` and
+"""Legacy (``neuronxcc.nki``, SDK 2.26) forms of the instructions ``nki_emu.isa_special`` and
 ``nki_emu.isa_dma`` implement in their SDK 2.28 ``dst=`` form.
 
 SDK 2.26 had the same instructions returning a new SBUF tile, with the parameter lists
@@ -11,7 +11,7 @@ dtype.
 """
 import numpy as np
 
-from . import dtypes, isa_dma, isa_new
+from . import dtypes, isa_dma, isa_special
 from .errors import fail
 from .isa import dge_mode as _DGE, oob_mode as _OOB, reduce_cmd as _CMD
 from .operands import free_size
@@ -34,7 +34,7 @@ def scalar_tensor_tensor(*, data, op0, operand0, op1, operand1, reverse0=False, 
     """Legacy form: returns ``(data op0 operand0) op1 operand1`` as a new tile."""
     _no_mask(mask, "scalar_tensor_tensor")
     dst = _tile(data.shape, dtype, data)
-    isa_new.scalar_tensor_tensor(dst, data, op0, operand0, op1, operand1, reverse0, reverse1)
+    isa_special.scalar_tensor_tensor(dst, data, op0, operand0, op1, operand1, reverse0, reverse1)
     return dst
 
 
@@ -42,7 +42,7 @@ def tensor_scalar_reduce(*, data, op0, operand0, reduce_op, reduce_res, reverse0
     """Legacy form: returns ``data op0 operand0``; the reduction goes to ``reduce_res``."""
     _no_mask(mask, "tensor_scalar_reduce")
     dst = _tile(data.shape, dtype, data)
-    isa_new.tensor_scalar_reduce(dst, data, op0, operand0, reduce_op, reduce_res, reverse0)
+    isa_special.tensor_scalar_reduce(dst, data, op0, operand0, reduce_op, reduce_res, reverse0)
     return dst
 
 
@@ -50,7 +50,7 @@ def max8(*, src, mask=None, dtype=None):
     """Legacy form: returns the (P, 8) tile of the 8 largest values per partition."""
     _no_mask(mask, "max8")
     dst = _tile((src.shape[0], 8), dtype, src)
-    isa_new.max8(dst, src)
+    isa_special.max8(dst, src)
     return dst
 
 
@@ -58,7 +58,7 @@ def nc_find_index8(*, data, vals, mask=None, dtype=None):
     """Legacy form: returns the (P, 8) uint32 (or ``dtype``) tile of first indices."""
     _no_mask(mask, "nc_find_index8")
     dst = _tile((data.shape[0], 8), dtype if dtype is not None else dtypes.resolve("uint32"), None)
-    isa_new.nc_find_index8(dst, data, vals)
+    isa_special.nc_find_index8(dst, data, vals)
     return dst
 
 
@@ -66,7 +66,7 @@ def nc_match_replace8(*, data, vals, imm, dst_idx=None, mask=None, dtype=None):
     """Legacy form: returns ``data`` with the 8 values replaced by ``imm``."""
     _no_mask(mask, "nc_match_replace8")
     dst = _tile(data.shape, dtype, data)
-    isa_new.nc_match_replace8(dst, data, vals, imm, dst_idx)
+    isa_special.nc_match_replace8(dst, data, vals, imm, dst_idx)
     return dst
 
 
@@ -74,7 +74,7 @@ def bn_stats(data, *, mask=None, dtype=None):
     """Legacy form: returns the (P, 6) statistics tile."""
     _no_mask(mask, "bn_stats")
     dst = _tile((data.shape[0], 6), dtype, data)
-    isa_new.bn_stats(dst, data)
+    isa_special.bn_stats(dst, data)
     return dst
 
 
@@ -82,7 +82,7 @@ def bn_aggr(data, *, mask=None, dtype=None):
     """Legacy form: returns the (P, 2) (mean, variance) tile."""
     _no_mask(mask, "bn_aggr")
     dst = _tile((data.shape[0], 2), dtype, data)
-    isa_new.bn_aggr(dst, data)
+    isa_special.bn_aggr(dst, data)
     return dst
 
 
@@ -90,7 +90,7 @@ def dropout(data, prob, *, mask=None, dtype=None):
     """Legacy form: returns ``data`` with elements zeroed with probability ``prob``."""
     _no_mask(mask, "dropout")
     dst = _tile(data.shape, dtype, data)
-    isa_new.dropout(dst, data, prob)
+    isa_special.dropout(dst, data, prob)
     return dst
 
 
@@ -99,7 +99,7 @@ def range_select(*, on_true_tile, comp_op0, comp_op1, bound0, bound1, reduce_cmd
     """Legacy form: returns the selected tile (see the 2.28 form)."""
     _no_mask(mask, "range_select")
     dst = _tile(on_true_tile.shape, dtype, on_true_tile)
-    isa_new.range_select(dst, on_true_tile, comp_op0, comp_op1, bound0, bound1, reduce_cmd, reduce_res, reduce_op,
+    isa_special.range_select(dst, on_true_tile, comp_op0, comp_op1, bound0, bound1, reduce_cmd, reduce_res, reduce_op,
                          range_start, on_false_value)
     return dst
 
@@ -108,7 +108,7 @@ def tensor_partition_reduce(op, data, *, mask=None, dtype=None):
     """Legacy form: returns the (1, F) tile of the reduction across partitions."""
     _no_mask(mask, "tensor_partition_reduce")
     dst = _tile((1,) + tuple(data.shape[1:]) if len(data.shape) > 1 else (1, 1), dtype, data)
-    isa_new.tensor_partition_reduce(dst, op, data)
+    isa_special.tensor_partition_reduce(dst, op, data)
     return dst
 
 
@@ -117,14 +117,14 @@ def local_gather(src_buffer, index, num_elem_per_idx=1, num_valid_indices=None, 
     _no_mask(mask, "local_gather")
     valid = 16 * free_size(index.shape) if num_valid_indices is None else int(num_valid_indices)
     dst = _tile((src_buffer.shape[0], valid, int(num_elem_per_idx)), None, src_buffer)
-    isa_new.local_gather(dst, src_buffer, index, num_elem_per_idx, num_valid_indices)
+    isa_special.local_gather(dst, src_buffer, index, num_elem_per_idx, num_valid_indices)
     return dst
 
 
 def sequence_bounds(*, segment_ids, dtype=None):
     """Legacy form: returns the (1, 2, n) bounds tile."""
     dst = _tile((1, 2, free_size(segment_ids.shape)), dtype, segment_ids)
-    isa_new.sequence_bounds(dst, segment_ids)
+    isa_special.sequence_bounds(dst, segment_ids)
     return dst
 
 

@@ -1,4 +1,5 @@
-"""``nki.language`` additions of SDK 2.28 and the 2.28 allocation rule (docs/nki-facts.md §2.9).
+"""``nki.language`` beyond the core of ``nki_emu.language``: DMA transposes and gathers, register
+loops, ordering, and the direct-allocation rule (SDK 2.28, docs/nki-facts.md §2.9).
 
 * ``load_transpose2d(src, mask=None, dtype=None)``: HBM (F, P) -> SBUF tile (P, F), a DMA
   transpose (trn2 guide: up to 90 % of DMA throughput HBM -> SBUF [D S4]; costed as a load).

@@ -1,4 +1,6 @@
-"""``nki.isa`` instructions of the SDK 2.28 list that the legacy emulator lacked.
+"""Special-purpose ``nki.isa`` instructions in their SDK 2.28 ``dst=`` form: fused scalar/tensor
+ops, top-8 search and replace, batch-norm statistics, gathers, shuffles, predicated copies and
+selects (the SDK 2.28 list's instructions beyond the core set of ``nki_emu.isa``).
 
 Every function has the parameter list of the SDK 2.28 ``nki.isa`` stub
 (aws-neuron-sdk ``nki/api/nki/isa/__init__.py``; docs/nki-facts.md §2.9) and
