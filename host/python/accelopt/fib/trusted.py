@@ -23,6 +23,7 @@ import time
 
 import torch
 
+from .. import evaluators
 from ..sandbox import static_check
 from . import inputs as fib_inputs
 from . import tensors
@@ -35,7 +36,7 @@ RUNTIME_ERROR = "RUNTIME_ERROR"
 COMPILE_ERROR = "COMPILE_ERROR"
 TIMEOUT = "TIMEOUT"
 
-TOKEN_PREFIX = "fib-"
+TOKEN_PREFIX = evaluators.by_name("fib.trial").token_prefix
 WORKER_CALL = ("accelopt.fib.untrusted", "run_trial")
 # FIB caps evaluation logs at 5 MiB; workers already cut their part.
 MAX_LOG = 5 * 1024 * 1024
@@ -197,6 +198,16 @@ def prepare_trial(arg):
                            "started": time.perf_counter()}
     return {"token": token, "backend": "torch",
             "worker": {"module": WORKER_CALL[0], "function": WORKER_CALL[1], "arg": job}}, blobs
+
+
+def prepare_call(call):
+    """The evaluator step ``prepare`` (accelopt.evaluators, "fib.trial"): ``prepare_trial`` of the call's arg."""
+    return prepare_trial(call.get("arg") or {})
+
+
+def finish_call(token, outcome, blobs):
+    """The evaluator step ``finish``: ``(finish_trial's verdict, [])``."""
+    return finish_trial(token, outcome, blobs), []
 
 
 def discard(token):

@@ -32,15 +32,16 @@ import time
 
 import numpy as np
 
-from .. import compare, loading, precision, profile
+from .. import compare, evaluators, loading, precision, profile
 from .. import result as R
 from ..backends import choose_backend
 from ..backends.neuron import MAX_RETRIES, PERF_TOL
 from . import codec, draw_cache, draws, passes, programs, sealed, static_check
 
-PROFILE_CALL = ("accelopt.profile", "profile_kernel")
-# One trial of a FlashInfer-Bench solution or reference (accelopt.fib.trusted; docs/flashinfer.md).
-FIB_TRIAL_CALL = ("accelopt.fib.evaluate", "trial")
+# The evaluator this module is the trusted side of (accelopt.evaluators); the others are
+# reached through the registry only.
+PROFILE = evaluators.by_name("nki.profile")
+PROFILE_CALL = PROFILE.call
 
 # Error kinds added by isolated evaluation (documented in docs/isolation.md).
 TIMEOUT = "timeout"
@@ -388,8 +389,22 @@ def _prepare_profile(request, options, blobs):
 def prepare(call, _blobs=()):
     """First step of an isolated call; see the module docstring.
 
+    ``call``: {"module", "function", "arg", "options"?: {...}}. The evaluator that claims
+    the call (accelopt.evaluators) prepares it: returns ``(prepared, blobs)``, prepared
+    {"result": <its result>} | {"token": str, "worker": {"module", "function", "arg"}}; a
+    call no evaluator claims is ``({"plain": True}, [])``: run as is in a worker.
+    """
+    evaluator = evaluators.for_call(call.get("module"), call.get("function"))
+    if evaluator is None:
+        return {"plain": True}, []
+    return evaluator.hook("prepare")(call)
+
+
+def prepare_profile(call):
+    """``prepare`` for accelopt.profile.profile_kernel.
+
     ``call``: {"module", "function", "arg", "options"?: {"static_checks": bool}}.
-    Returns ``(prepared, blobs)``: prepared is {"plain": True} | {"result":
+    Returns ``(prepared, blobs)``: prepared is {"result":
     <profile result>} | {"token": str, "worker": {"module", "function",
     "arg"}}, and blobs the attachments of the worker's arg (the inputs of
     the first pass's runs; ``options`` may also give ``pass_bytes``, int:
@@ -397,11 +412,6 @@ def prepare(call, _blobs=()):
     result with an error).
     """
     blobs = []
-    if (call.get("module"), call.get("function")) == FIB_TRIAL_CALL:
-        from ..fib import trusted as fib_trusted
-        return fib_trusted.prepare_trial(call.get("arg") or {})
-    if (call.get("module"), call.get("function")) != PROFILE_CALL:
-        return {"plain": True}, []
     request = call.get("arg")
     backend = request.get("backend", "auto") if isinstance(request, dict) else "auto"
     target = request.get("target", "trn1") if isinstance(request, dict) else "trn1"
@@ -422,7 +432,7 @@ def prepare(call, _blobs=()):
         else state["hidden"]
     result["input_shapes"] = R.input_shapes(drawn.nki_inputs)
     state["shared_inputs"] = sealed.enabled(call.get("options") or {})
-    token = secrets.token_hex(12)
+    token = PROFILE.token_prefix + secrets.token_hex(12)
     if state.get("tracing"):
         job = {"module": "accelopt.sandbox.untrusted", "function": "trace_kernel", "arg": worker_arg}
     else:
@@ -436,6 +446,14 @@ def prepare(call, _blobs=()):
 
 @codec.packed
 def ahead(call, _blobs=()):
+    """Sends a later pass of a prepared call early, where its evaluator can (``ahead_profile``);
+    ``({"none": True}, [])`` otherwise. Never raises."""
+    evaluator = evaluators.for_token(call.get("token"))
+    step = evaluator.hook("ahead") if evaluator is not None else None
+    return step(call) if step is not None else ({"none": True}, [])
+
+
+def ahead_profile(call):
     """Sends the next pass early, so two passes of one call run on two workers at once (an
     ad hoc profile with an idle second worker; issue 14): ``{"token"}``. Returns
     ``({"worker": job, "pass": k}, job blobs)`` for the first pass not sent yet, or
@@ -464,11 +482,14 @@ def ahead(call, _blobs=()):
 
 def discard(call):
     """Forgets a prepared call: ``{"token"}``. Returns True if it existed."""
-    if str(call.get("token", "")).startswith("fib-"):
-        from ..fib import trusted as fib_trusted
-        return fib_trusted.discard(call["token"])
+    evaluator = evaluators.for_token(call.get("token"))
+    return bool(evaluator.hook("discard")(call["token"])) if evaluator is not None else False
+
+
+def discard_profile(token):
+    """``discard`` for a profile call's token."""
     with _states_lock:
-        state = _states.pop(call.get("token"), None)
+        state = _states.pop(token, None)
     if state is not None:
         _close_shared(state)
     return state is not None
@@ -905,9 +926,16 @@ def finish(call, blobs=()):
     except (codec.CodecError, OSError, KeyError, TypeError, ValueError) as exc:
         call = dict(call, outcome={"ok": False, "error": {"kind": WORKER_ERROR,
                                                           "message": f"cannot map the reply memfd: {exc}"}})
-    if str(token or "").startswith("fib-"):
-        from ..fib import trusted as fib_trusted
-        return fib_trusted.finish_trial(token, call.get("outcome") or {}, blobs), []
+    evaluator = evaluators.for_token(token)
+    if evaluator is None:
+        result = R.new_result("unknown", "unknown")
+        return R.set_error(result, WORKER_ERROR, "unknown or expired isolated-call token"), []
+    return evaluator.hook("finish")(token, call.get("outcome") or {}, blobs)
+
+
+def finish_profile(token, outcome, blobs):
+    """``finish`` for a profile call's token: the profile result, or the next pass's job."""
+    call = {"token": token, "outcome": outcome}
     with _states_lock:
         state = _states.get(token)
     if state is None:

@@ -18,6 +18,7 @@ import os
 import sys
 import tempfile
 
+from .. import evaluators
 from .. import result as R
 from . import integrity, sealed
 
@@ -98,8 +99,7 @@ def _start_torch():
     worker's OMP_NUM_THREADS says) and the trial harness once, in the zygote."""
     import torch
     torch.set_num_threads(1)
-    from ..fib import untrusted as fib_untrusted
-    fib_untrusted.warm_up()  # lazy imports and torch's first-call caches, once, in the zygote
+    evaluators.warm_up("torch")  # lazy imports and torch's first-call caches, once, in the zygote
     return torch.__version__
 
 
@@ -154,9 +154,8 @@ def warm_up(info):
     import numpy as np
     from . import codec, untrusted
     if untrusted.WORKER_BACKEND == "torch":
-        from ..fib import untrusted as fib_untrusted
         try:
-            return None if fib_untrusted.warm_up() == "ok" else "warm_up_failed"
+            return None if all(r == "ok" for r in evaluators.warm_up("torch")) else "warm_up_failed"
         except Exception as exc:  # noqa: BLE001 - a warm-up problem only costs speed
             return type(exc).__name__
     if untrusted.WORKER_BACKEND not in (None, "emulator"):
