@@ -15,20 +15,21 @@ fib::ojson ToOrdered(const json& value) { return fib::ojson::parse(value.dump(-1
 fib::PythonSyntax HostPython(const accelopt::sdk::StageContext& ctx) {
   fib::PythonSyntax syntax;
   auto heuristic = fib::HeuristicPython();
-  auto call = [&ctx](const char* function, const std::string& source,
+  auto call = [&ctx](const accelopt::api::Entry& entry, const std::string& source,
                      const std::function<std::optional<std::string>(const std::string&)>& fallback)
       -> std::optional<std::string> {
     try {
-      json result = ctx.PythonCall("accelopt.fib.syntax", function, source);
+      json result = ctx.PythonCall(entry, source);
       if (result.is_string()) return result.get<std::string>();
       return std::nullopt;
     } catch (const accelopt::sdk::StageFailure&) {
       return fallback(source);
     }
   };
-  syntax.module = [call, heuristic](const std::string& source) { return call("check_module", source, heuristic.module); };
+  syntax.module = [call, heuristic](const std::string& source) { return call(accelopt::api::kFibCheckModule,
+                                                                             source, heuristic.module); };
   syntax.expression = [call, heuristic](const std::string& source) {
-    return call("check_expression", source, heuristic.expression);
+    return call(accelopt::api::kFibCheckExpression, source, heuristic.expression);
   };
   return syntax;
 }

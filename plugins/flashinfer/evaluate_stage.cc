@@ -82,7 +82,7 @@ json Trial(accelopt::sdk::StageContext& ctx, const Config& c, json arg) {
   json limits = {{"isolation", c.isolation}, {"timeout_s", c.timeout_s}};
   if (c.memory_bytes > 0) limits["memory_bytes"] = c.memory_bytes;
   try {
-    return ctx.IsolatedCall("accelopt.fib.evaluate", "trial", arg, limits);
+    return ctx.IsolatedCall(accelopt::api::kFibTrial, arg, limits);
   } catch (const accelopt::sdk::StageFailure& failure) {
     if (failure.kind == "config_error") throw;
     std::string kind = failure.kind;
@@ -221,11 +221,11 @@ json RunFibEvaluate(accelopt::sdk::StageContext& ctx) {
   for (const auto& w : item.value("workloads", json::array())) workloads.push_back(ParseWorkloadJson(w));
   const std::string root = item.value("trace_set", std::string("."));
 
-  json torch = ctx.PythonCall("accelopt.fib.evaluate", "torch_available", nullptr);
+  json torch = ctx.PythonCall(accelopt::api::kFibTorchAvailable, nullptr);
   if (!torch.value("available", false))
     throw accelopt::sdk::StageFailure("config_error", "the host's Python has no torch (" + torch.value("reason", std::string("?")) +
                                                           "): install Debian's python3-torch (scripts/setup.sh does)");
-  fib::Environment env = EnvironmentFrom(ctx.PythonCall("accelopt.fib.evaluate", "environment", nullptr));
+  fib::Environment env = EnvironmentFrom(ctx.PythonCall(accelopt::api::kFibEnvironment, nullptr));
 
   fs::path stage_dir = ctx.StageDir();
   std::string traces_dir = ctx.Param<std::string>("traces_dir");
@@ -241,7 +241,7 @@ json RunFibEvaluate(accelopt::sdk::StageContext& ctx) {
   for (const auto& workload : workloads) {
     if (ctx.Cancelled() || solutions.empty()) break;
     json wl = ToJson(fib::ToJson(workload));
-    json open = ctx.PythonCall("accelopt.fib.evaluate", "open_workload",
+    json open = ctx.PythonCall(accelopt::api::kFibOpenWorkload,
                                {{"definition_text", def_text}, {"workload", wl}, {"root", root}, {"seed", c.seed},
                                 {"trials", c.trials},
                                 {"timing", {{"warmup", c.warmup}, {"iterations", c.iterations}, {"cold_cache", c.cold_cache}}},
@@ -264,7 +264,7 @@ json RunFibEvaluate(accelopt::sdk::StageContext& ctx) {
     if (!reference_error.empty()) {
       ctx.Warn(definition.name + " " + workload.uuid + ": the reference failed: " + reference_error.substr(0, 400));
       skipped.push_back({{"workload", workload.uuid}, {"reason", "reference failed: " + reference_error}});
-      ctx.PythonCall("accelopt.fib.evaluate", "close_workload", {{"baseline", baseline}});
+      ctx.PythonCall(accelopt::api::kFibCloseWorkload, {{"baseline", baseline}});
       done += std::max<size_t>(1, solutions.size());
       continue;
     }
@@ -315,7 +315,7 @@ json RunFibEvaluate(accelopt::sdk::StageContext& ctx) {
                                {"reason", "built (" + build.library + "); not run: no device (" +
                                               probe.value("message", std::string("no CUDA device")) + ")"}});
           } else {
-            json run = ctx.PythonCall("accelopt.fib.gpu", "run_cuda",
+            json run = ctx.PythonCall(accelopt::api::kFibRunCuda,
                                       {{"baseline", baseline}, {"trials", c.trials}, {"runner", ACCELOPT_FIB_CUDA_RUNNER},
                                        {"library", build.library}, {"symbol", build.symbol},
                                        {"dps", DpsFor(solution, c).is_null() ? json(true) : DpsFor(solution, c)},
@@ -329,7 +329,7 @@ json RunFibEvaluate(accelopt::sdk::StageContext& ctx) {
           }
         }
       } else if (lang == "triton") {
-        json run = ctx.PythonCall("accelopt.fib.gpu", "run_triton",
+        json run = ctx.PythonCall(accelopt::api::kFibRunTriton,
                                   {{"baseline", baseline}, {"trials", c.trials}, {"solution", ToJson(fib::ToJson(solution))},
                                    {"dps", DpsFor(solution, c)}, {"dps_default", DpsDefault(c)}, {"timeout_s", c.timeout_s},
                                    {"profile_baseline", c.profile_baseline}});
@@ -368,7 +368,7 @@ json RunFibEvaluate(accelopt::sdk::StageContext& ctx) {
                                               std::to_string(evaluation->performance->speedup_factor) + " vs reference)"
                                         : ""));
     }
-    ctx.PythonCall("accelopt.fib.evaluate", "close_workload", {{"baseline", baseline}});
+    ctx.PythonCall(accelopt::api::kFibCloseWorkload, {{"baseline", baseline}});
   }
 
   // Traces in FIB's layout: <traces_dir>/<author>/<op_type>/<definition>.jsonl.

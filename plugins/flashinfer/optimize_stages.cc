@@ -197,7 +197,7 @@ json StoppedJson(const std::map<std::string, std::string>& stopped) {
 // (accelopt.fib.gpu.gpu_python), cuda a device the CUDA runner finds (`--probe`).
 static std::string MissingDevice(const accelopt::sdk::StageContext& ctx, const std::string& language) {
   if (language == "triton") {
-    json probe = ctx.PythonCall("accelopt.fib.gpu", "gpu_python", json::object());
+    json probe = ctx.PythonCall(accelopt::api::kFibGpuPython, json::object());
     return probe.contains("reason") ? probe.value("reason", std::string("no GPU python")) : "";
   }
   if (language == "cuda") {

@@ -173,7 +173,7 @@ json RunExecute(StageContext& ctx) {
           }
           json request = {{"parent", parent_source}, {"diff", diff ? json(*diff) : json()},
                           {"source", code ? json(WithImportHeader(*code) + "\n") : json()}};
-          json edit = ctx.PythonCall("accelopt.edits", "resolve", request);
+          json edit = ctx.PythonCall(accelopt::api::kEditsResolve, request);
           if (edit.contains("error") && edit["error"].is_object()) {
             results[j] = Failed(candidate, edit["error"].value("kind", "patch_failed"), edit["error"].value("message", ""));
             if (diff) results[j]["reply_diff"] = *diff;
@@ -222,7 +222,7 @@ json RunExecute(StageContext& ctx) {
       } else {
         json plan_arg = {{"id", plan.value("rule_plan_id", "")}, {"rule", plan.value("rule", "")},
                          {"description", plan.value("text", "")}, {"params", plan.value("params", json::object())}};
-        json reply = ctx.PythonCall("accelopt.rules", "apply", {{"source", parent_source}, {"plan", plan_arg}});
+        json reply = ctx.PythonCall(accelopt::api::kRulesApply, {{"source", parent_source}, {"plan", plan_arg}});
         if (reply.contains("error") && !reply["error"].is_null()) {
           const json& e = reply["error"];
           std::string message = e.is_object() ? e.value("kind", "") + ": " + e.value("message", "") : e.dump();

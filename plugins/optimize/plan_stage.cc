@@ -56,7 +56,7 @@ json RuleHistory(const json& member) {
 json LlmMove(StageContext& ctx, const std::string& reply, const json& vocab) {
   const MoveChoice choice = ParseMoveChoice(reply);
   json applicable = vocab.value("applicable", json::array());
-  json resolved = ctx.PythonCall("accelopt.search.vocabulary", "resolve_move",
+  json resolved = ctx.PythonCall(accelopt::api::kVocabularyResolveMove,
                                  {{"kind", choice.kind}, {"site", choice.site}, {"applicable", applicable}});
   if (resolved.contains("error") && resolved["error"].is_object()) {
     return {{"kind", choice.kind}, {"params", choice.params}, {"move_error", resolved["error"]}};
@@ -215,7 +215,7 @@ json RunPlan(StageContext& ctx) {
                         {"max_plans", with.value("vocabulary_moves", 12)},
                         {"seed", seed * 1000003 + iteration * 10007 + static_cast<int64_t>(m)},
                         {"history", RuleHistory(member)}};
-        vocab[m] = ctx.PythonCall("accelopt.search.vocabulary", "describe", request);
+        vocab[m] = ctx.PythonCall(accelopt::api::kVocabularyDescribe, request);
         if (vocab[m].contains("error") && vocab[m]["error"].is_object()) {
           ctx.Warn(member.value("id", "") + ": accelopt.rules.propose: " + vocab[m]["error"].value("message", "") +
                    " (the planner sees the vocabulary without applicable moves)");
@@ -275,7 +275,7 @@ json RunPlan(StageContext& ctx) {
                         {"max_plans", n},
                         {"seed", seed * 1000003 + iteration * 10007 + static_cast<int64_t>(job.member)},
                         {"history", RuleHistory(member)}};
-        json reply = ctx.PythonCall("accelopt.rules", "propose", request);
+        json reply = ctx.PythonCall(accelopt::api::kRulesPropose, request);
         if (reply.contains("error") && reply["error"].is_object()) {
           throw StageFailure("rule_error", "accelopt.rules.propose: " + reply["error"].value("kind", "") + ": " +
                                                reply["error"].value("message", ""));

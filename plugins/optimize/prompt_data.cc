@@ -142,7 +142,7 @@ json WithLaunchCost(const StageContext& ctx, json member) {
   json& metrics = member["metrics"];
   if (metrics.contains("launch_ms")) return member;
   try {
-    json cost = ctx.PythonCall("accelopt.launch_cost", "describe",
+    json cost = ctx.PythonCall(accelopt::api::kLaunchCostDescribe,
                                {{"estimated", true}, {"target", metrics.value("target", "trn1")}});
     if (cost.is_object() && cost.contains("launch_ms") && cost["launch_ms"].is_number()) metrics["launch_ms"] = cost["launch_ms"];
   } catch (const std::exception& error) {

@@ -67,7 +67,7 @@ json Peak(StageContext& ctx, const json& baseline, double latency, const std::st
     json request = {{"problem", baseline.value("problem", "")}, {"values", baseline.value("values", json::object())},
                     {"latency_ms", latency}, {"target", target}};
     if (baseline.contains("task") && baseline["task"].is_string()) request["reference"] = baseline["task"];
-    return ctx.PythonCall("accelopt.peak", "describe", request);
+    return ctx.PythonCall(accelopt::api::kPeakDescribe, request);
   } catch (const std::exception& error) {
     if (why) *why = error.what();
     return nullptr;

@@ -215,7 +215,7 @@ json RunFixer(StageContext& ctx) {
                         {"backend", with.value("backend", "auto")}, {"target", with.value("target", "trn1")},
                         {"rel_tol", record.value("rel_tol", 2e-5)}, {"problem", record.value("problem", "")},
                         {"values", record.value("values", json::object())}};
-        json result = ctx.IsolatedCall("accelopt.profile", "profile_kernel", request,
+        json result = ctx.IsolatedCall(accelopt::api::kNkiProfile, request,
                                        {{"timeout_s", with.value("timeout_s", 180.0)}});
         record["kernel"] = file.string();
         record["source_hash"] = HashHex(NormalizeSource(code));

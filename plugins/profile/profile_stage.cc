@@ -71,7 +71,7 @@ json RunProfile(StageContext& ctx) {
     try {
       // Untrusted candidates run in a worker process (docs/isolation.md); the
       // host falls back to in-process when no worker pool is installed.
-      return ctx.IsolatedCall("accelopt.profile", "profile_kernel", call_request, limits);
+      return ctx.IsolatedCall(accelopt::api::kNkiProfile, call_request, limits);
     } catch (const accelopt::sdk::StageFailure& failure) {
       if (failure.kind == "config_error") throw;
       return {{"compiled", false}, {"correct", false}, {"latency_ms", nullptr}, {"estimated", false},
@@ -89,7 +89,7 @@ json RunProfile(StageContext& ctx) {
   if (result.value("correct", false) && result.contains("latency_ms") && result["latency_ms"].is_number() &&
       item.contains("problem") && !result.contains("percent_of_peak")) {
     try {
-      json peak = ctx.PythonCall("accelopt.peak", "describe",
+      json peak = ctx.PythonCall(accelopt::api::kPeakDescribe,
                                  {{"problem", item["problem"]}, {"values", item.value("values", json::object())},
                                   {"latency_ms", result["latency_ms"]}, {"target", request["target"]},
                                   {"reference", request["reference"]}});

@@ -60,7 +60,7 @@ json RunMcgsPriors(StageContext& ctx) {
       keys.push_back(key);
     }
     if (!keys.empty()) {
-      json reply = ctx.PythonCall("accelopt.search.bottleneck", "weigh", request);
+      json reply = ctx.PythonCall(accelopt::api::kBottleneckWeigh, request);
       const json nodes = reply.value("nodes", json::array());
       for (size_t i = 0; i < keys.size() && i < nodes.size(); ++i) model[keys[i]] = nodes[i];
     }

@@ -15,7 +15,7 @@ void WriteJson(const fs::path& path, const json& value) { accelopt::sdk::WriteJs
 std::vector<std::string> StateHashes(StageContext& ctx, const std::vector<std::string>& paths) {
   std::vector<std::string> out(paths.size());
   if (paths.empty()) return out;
-  json reply = ctx.PythonCall("accelopt.search.canon", "state_hashes", {{"paths", paths}});
+  json reply = ctx.PythonCall(accelopt::api::kCanonStateHashes, {{"paths", paths}});
   const json hashes = reply.value("hashes", json::array());
   for (size_t i = 0; i < out.size() && i < hashes.size(); ++i) {
     if (hashes[i].is_string()) out[i] = hashes[i];

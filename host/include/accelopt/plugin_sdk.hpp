@@ -39,6 +39,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "accelopt/api_entries.hpp"
 #include "accelopt/plugin_api.h"
 #include "accelopt/sdk/failure.hpp"
 #include "accelopt/sdk/files.hpp"
@@ -154,6 +155,15 @@ class StageContext {
     char* result = host_->python_call_args(host_->ctx, module.c_str(), function.c_str(), Dump(args).c_str(),
                                            Dump(kwargs).c_str(), &error);
     return TakeResult(result, error, "python_error", module + "." + function);
+  }
+
+  /// The calls above naming an entry of the declared C++/Python boundary
+  /// (accelopt/api_entries.hpp): how built-in plugins call the accelopt package.
+  nlohmann::json PythonCall(const api::Entry& entry, const nlohmann::json& arg) const {
+    return PythonCall(entry.module, entry.function, arg);
+  }
+  nlohmann::json IsolatedCall(const api::Entry& entry, const nlohmann::json& arg, const nlohmann::json& limits) const {
+    return IsolatedCall(entry.module, entry.function, arg, limits);
   }
 
   /// Calls module.function(arg) in the embedded interpreter.

@@ -71,7 +71,7 @@ nlohmann::json Versions() {
 // this interpreter and why (accelopt.backends.choose_backend), for run.json.
 nlohmann::json BackendChoice(const std::string& requested) {
   try {
-    return python::CallJson("accelopt.backends", "choose_backend", requested);
+    return python::CallJson(accelopt::api::kBackendsChoose, requested);
   } catch (const std::exception& error) {
     return {{"requested", requested}, {"error", error.what()}};
   }
@@ -147,6 +147,7 @@ int RunCommand(const RunOptions& given, const std::vector<std::string>& argv) {
   for (const auto& path : options.python_paths) python_paths.push_back(std::filesystem::absolute(path).string());
   try {
     python::Initialize(python_paths);  // adds to the host's own folders
+    python::CheckApi();                // the boundary this host was built for (api_entries.hpp)
   } catch (const python::PythonError& error) {
     std::cerr << "error: cannot start the embedded Python: " << error.what() << "\n";
     return kExitUsage;
@@ -391,7 +392,7 @@ nlohmann::json ProfileInWorker(const ProfileOptions& options, const nlohmann::js
       return *pool;
     };
     try {
-      result = worker::IsolatedCall(pools, "accelopt.profile", "profile_kernel", request,
+      result = worker::IsolatedCall(pools, accelopt::api::kNkiProfile, request,
                                     {{"timeout_s", options.timeout_s}, {"parallel_passes", true}});
     } catch (...) {
       pool.reset();
@@ -411,7 +412,7 @@ nlohmann::json ProfileInWorker(const ProfileOptions& options, const nlohmann::js
 // `profile` draws again (rope: a partial folder and 2 s of np.random per seed). Best effort.
 void SettleDrawStore() {
   try {
-    python::CallJson("accelopt.sandbox.draws", "settle_store", nullptr);
+    python::CallJson(accelopt::api::kSandboxSettleDraws, nullptr);
   } catch (const std::exception& error) {
     spdlog::debug("draw store not settled: {}", error.what());
   }
@@ -422,6 +423,7 @@ int ProfileCommand(const ProfileOptions& options) {
     std::vector<std::string> python_paths;
     for (const auto& path : options.python_paths) python_paths.push_back(std::filesystem::absolute(path).string());
     python::Initialize(python_paths);
+    python::CheckApi();
   } catch (const python::PythonError& error) {
     std::cerr << "error: cannot start the embedded Python: " << error.what() << "\n";
     return kExitUsage;
@@ -434,7 +436,7 @@ int ProfileCommand(const ProfileOptions& options) {
   nlohmann::json result;
   try {
     if (options.isolation == "inprocess") {
-      result = python::CallJson("accelopt.profile", "profile_kernel", request);
+      result = python::CallJson(accelopt::api::kNkiProfile, request);
     } else {
       result = ProfileInWorker(options, request);
     }

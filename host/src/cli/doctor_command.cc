@@ -19,7 +19,7 @@ int DoctorCommand(const DoctorOptions& options) {
     python::Initialize(paths);
     nlohmann::json request = {{"target", options.target}};
     if (!options.neuron_cores.empty()) request["neuron_cores"] = options.neuron_cores;
-    reply = python::CallJson("accelopt.backends.doctor", "doctor", request);
+    reply = python::CallJson(accelopt::api::kBackendsDoctor, request);
   } catch (const std::exception& error) {
     std::cerr << "doctor: " << error.what() << "\n";
     return kExitFailed;

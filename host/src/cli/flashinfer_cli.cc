@@ -59,13 +59,13 @@ fib::PythonSyntax EmbeddedPython(bool* available) {
     return fib::HeuristicPython();
   }
   fib::PythonSyntax syntax;
-  auto call = [](const char* function, const std::string& source) -> std::optional<std::string> {
-    nlohmann::json result = python::CallJson("accelopt.fib.syntax", function, source);
+  auto call = [](const accelopt::api::Entry& entry, const std::string& source) -> std::optional<std::string> {
+    nlohmann::json result = python::CallJson(entry, source);
     if (result.is_string()) return result.get<std::string>();
     return std::nullopt;
   };
-  syntax.module = [call](const std::string& source) { return call("check_module", source); };
-  syntax.expression = [call](const std::string& source) { return call("check_expression", source); };
+  syntax.module = [call](const std::string& source) { return call(accelopt::api::kFibCheckModule, source); };
+  syntax.expression = [call](const std::string& source) { return call(accelopt::api::kFibCheckExpression, source); };
   return syntax;
 }
 

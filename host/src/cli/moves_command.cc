@@ -99,8 +99,7 @@ int MovesCommand(const MovesOptions& options) {
   }
   nlohmann::json reply;
   try {
-    reply = python::CallJson("accelopt.rules", "propose",
-                             {{"source", source},
+    reply = python::CallJson(accelopt::api::kRulesPropose, {{"source", source},
                               {"metrics", metrics},
                               {"input_shapes", profile.is_object() ? profile.value("input_shapes", nlohmann::json::array())
                                                       : nlohmann::json::array()},

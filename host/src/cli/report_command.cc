@@ -19,7 +19,8 @@ namespace accelopt::cli {
 json WriteReport(const fs::path& given, const fs::path& out) {
   const fs::path run_dir = report::NormalizeRunDir(given);
   const fs::path target = out.empty() ? run_dir / "report.html" : fs::absolute(out).lexically_normal();
-  json result = python::CallJson("accelopt.report", "render_report", {{"run_dir", run_dir.string()}, {"out", target.string()}});
+  json result = python::CallJson(accelopt::api::kReportRender,
+                                 {{"run_dir", run_dir.string()}, {"out", target.string()}});
   const std::string html = result.value("html", "");
   result.erase("html");
   result.erase("out");

@@ -211,7 +211,7 @@ std::unique_ptr<RunServices> StartRunServices(const Pipeline& pipeline, const Ru
   ConfigureExecutor(pipeline, options.executor, pool);
   if (!options.gpus.empty()) {
     try {
-      json found = python::CallJson("accelopt.backends.gpus", "discover", options.gpus);
+      json found = python::CallJson(accelopt::api::kGpusDiscover, options.gpus);
       pool.config.gpu_devices = found.value("gpus", std::vector<int>{});
       spdlog::info("GPUs: {} from {}, one worker each", pool.config.gpu_devices.size(), found.value("source", "?"));
     } catch (const python::PythonError& error) {

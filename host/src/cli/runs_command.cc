@@ -151,7 +151,7 @@ int CompareCommand(const CompareOptions& options) {
     python::Initialize();
     json request = {{"a", a->dir}, {"b", b->dir}};
     if (!options.out.empty()) request["out"] = fs::absolute(options.out).string();
-    result = python::CallJson("accelopt.report", "compare_runs", request);
+    result = python::CallJson(accelopt::api::kReportCompareRuns, request);
   } catch (const std::exception& failure) {
     std::cerr << "error: cannot compare the runs: " << failure.what() << "\n";
     return kExitUsage;

@@ -128,7 +128,8 @@ PythonOutcome CallPython(const std::string& module, const std::string& function,
   json folders = json::array();
   for (const auto& folder : python::UserPythonPaths()) folders.push_back(folder);
   try {
-    outcome.value = python::CallJsonArgs("accelopt.lua_calls", "call", json::array({module, function, args, kwargs, folders}));
+    outcome.value = python::CallJsonArgs(accelopt::api::kLuaCall,
+                                         json::array({module, function, args, kwargs, folders}));
   } catch (const python::PythonError& e) {
     if (e.type() == "LuaCallRefused") {
       std::string message = e.what();

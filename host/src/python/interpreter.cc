@@ -158,6 +158,21 @@ void Initialize(const std::vector<std::string>& extra_paths) {
 
 bool IsInitialized() { return g_initialized; }
 
+void CheckApi() {
+  nlohmann::json table = nlohmann::json::array();
+  for (const auto& entry : accelopt::api::kAll) {
+    table.push_back({{"name", entry.name}, {"module", entry.module}, {"function", entry.function},
+                     {"version", entry.version}});
+  }
+  nlohmann::json problems = CallJson(accelopt::api::kModule, "check", table);
+  if (!problems.is_array() || problems.empty()) return;
+  std::string text = "this host and the Python tree it loads (" + HostPythonDir() + ") disagree on the boundary:";
+  for (const auto& problem : problems) {
+    text += "\n  " + (problem.is_string() ? problem.get<std::string>() : problem.dump());
+  }
+  throw PythonError("ApiMismatch", text, "");
+}
+
 std::vector<std::string> UserPythonPaths() { return g_initialized ? g_user_paths : std::vector<std::string>{}; }
 
 namespace {

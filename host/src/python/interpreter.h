@@ -7,13 +7,16 @@
 // python::Gil (PyGILState_Ensure, see gil.h), so any thread may call CallJson().
 #pragma once
 
-#include <stdexcept>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "accelopt/api_entries.hpp"
 
 namespace accelopt::python {
 
@@ -109,6 +112,27 @@ struct PackedView {
 
 /// As CallPacked, returning views of the returned buffers instead of copies.
 PackedView CallPackedView(const std::string& module, const std::string& function, Packed packed);
+
+/// The same calls naming an entry of the declared boundary (accelopt/api_entries.hpp) instead of
+/// a module and a function: the only way host code calls into the accelopt package.
+inline nlohmann::json CallJson(const accelopt::api::Entry& entry, const nlohmann::json& arg) {
+  return CallJson(entry.module, entry.function, arg);
+}
+inline nlohmann::json CallJsonArgs(const accelopt::api::Entry& entry, const nlohmann::json& args,
+                                   const nlohmann::json& kwargs = nlohmann::json::object()) {
+  return CallJsonArgs(entry.module, entry.function, args, kwargs);
+}
+inline Packed CallPacked(const accelopt::api::Entry& entry, Packed packed) {
+  return CallPacked(entry.module, entry.function, std::move(packed));
+}
+inline PackedView CallPackedView(const accelopt::api::Entry& entry, Packed packed) {
+  return CallPackedView(entry.module, entry.function, std::move(packed));
+}
+
+/// Checks the host's entries (accelopt::api::kAll) against the Python tree's declaration
+/// (accelopt.api.check): throws PythonError (type "ApiMismatch") listing every difference,
+/// e.g. a host binary run against another checkout's host/python. Call after Initialize.
+void CheckApi();
 
 /// Runs Python source in __main__ (tests, one-off setup). Throws PythonError.
 void Exec(const std::string& source);

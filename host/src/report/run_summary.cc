@@ -39,7 +39,7 @@ IndexedRun SummarizeRun(const fs::path& given) {
   const fs::path run_dir = NormalizeRunDir(given);
   if (!fs::is_regular_file(run_dir / "run.json")) throw std::runtime_error(run_dir.string() + ": no run.json (not a run directory)");
   try {
-    json summary = python::CallJson("accelopt.report", "summarize_run", {{"run_dir", run_dir.string()}});
+    json summary = python::CallJson(accelopt::api::kReportSummarizeRun, {{"run_dir", run_dir.string()}});
     IndexedRun run = IndexedRun::FromJson(summary);
     run.id = run_dir.filename().string();
     run.dir = run_dir.string();

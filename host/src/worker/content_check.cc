@@ -249,8 +249,9 @@ bool Holds(const ContentSnapshot::Record& r) {
 std::shared_ptr<const ContentSnapshot> ContentSnapshot::Take() {
   Gil gil;
   auto snapshot = std::make_shared<ContentSnapshot>();
-  PyObject* integrity = PyImport_ImportModule("accelopt.sandbox.integrity");
-  PyObject* listed = integrity ? PyObject_CallMethod(integrity, "content_watch", nullptr) : nullptr;
+  PyObject* integrity = PyImport_ImportModule(accelopt::api::kIntegrityContentWatch.module);
+  PyObject* listed =
+      integrity ? PyObject_CallMethod(integrity, accelopt::api::kIntegrityContentWatch.function, nullptr) : nullptr;
   Py_XDECREF(integrity);
   if (listed == nullptr || !PyList_Check(listed)) {
     Py_XDECREF(listed);

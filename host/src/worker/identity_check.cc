@@ -26,8 +26,9 @@ struct NamespaceSnapshot::Module {
 std::shared_ptr<const NamespaceSnapshot> NamespaceSnapshot::Take() {
   Gil gil;
   auto snapshot = std::make_shared<NamespaceSnapshot>();
-  PyObject* integrity = PyImport_ImportModule("accelopt.sandbox.integrity");
-  PyObject* listed = integrity ? PyObject_CallMethod(integrity, "watched_modules", nullptr) : nullptr;
+  PyObject* integrity = PyImport_ImportModule(accelopt::api::kIntegrityWatchedModules.module);
+  PyObject* listed =
+      integrity ? PyObject_CallMethod(integrity, accelopt::api::kIntegrityWatchedModules.function, nullptr) : nullptr;
   Py_XDECREF(integrity);
   if (listed == nullptr || !PyList_Check(listed)) {
     Py_XDECREF(listed);

@@ -21,8 +21,6 @@
 namespace accelopt::worker {
 namespace {
 
-constexpr const char* kTrusted = "accelopt.sandbox.trusted";
-constexpr const char* kDeviceProfile = "accelopt.backends.device_profile";
 // Most worker rounds of one isolated call: passes of input sets plus timing rounds.
 constexpr int kMaxRounds = 64;
 
@@ -95,14 +93,15 @@ nlohmann::json ParallelPasses(WorkerPool& pool, const std::string& token, nlohma
   in_flight.push_back(Launch(pool, job, std::move(job_blobs), call_limits, share_min_bytes));
   for (int round = 0; round < kMaxRounds; ++round) {
     if (in_flight.size() < 2) {
-      python::Packed extra = python::CallPacked(kTrusted, "ahead", {{{"token", token}}, {}});
+      python::Packed extra = python::CallPacked(accelopt::api::kSandboxAhead, {{{"token", token}}, {}});
       if (extra.value.contains("worker"))
         in_flight.push_back(Launch(pool, extra.value["worker"], std::move(extra.blobs), remaining(), share_min_bytes));
     }
     CallOutcome outcome = in_flight.front()->outcome.get();
     in_flight.pop_front();
     python::Packed judged = python::CallPacked(
-        kTrusted, "finish", {{{"token", token}, {"outcome", OutcomeJson(outcome)}}, std::move(outcome.blobs)});
+        accelopt::api::kSandboxFinish,
+        {{{"token", token}, {"outcome", OutcomeJson(outcome)}}, std::move(outcome.blobs)});
     if (judged.value.value("next_pass", false)) {
       in_flight.push_back(Launch(pool, judged.value["worker"], std::move(judged.blobs), remaining(), share_min_bytes));
     } else if (judged.value.value("pending", false)) {
@@ -150,7 +149,7 @@ void ProfileDeviceArtifacts(CallOutcome& outcome, const std::string& scratch, do
   if (core >= 0) request["core"] = core;
   if (timeout_s > 0) request["timeout_s"] = timeout_s;
   try {
-    outcome.result["device_profile"] = python::CallJson(kDeviceProfile, "profile_artifacts", request);
+    outcome.result["device_profile"] = python::CallJson(accelopt::api::kDeviceProfileArtifacts, request);
   } catch (const std::exception& error) {
     outcome.result["device_profile"] = {{"error", std::string("cannot profile on the host: ") + error.what()}};
   }
@@ -174,7 +173,7 @@ nlohmann::json IsolatedCall(const PoolForBackend& pools, const std::string& modu
                             {"shared_min_bytes", share_min_bytes}};
   auto start = std::chrono::steady_clock::now();
   python::Packed prepared_call = python::CallPacked(
-      kTrusted, "prepare",
+      accelopt::api::kSandboxPrepare,
       {{{"module", module}, {"function", function}, {"arg", arg}, {"options", options}}, {}});
   const nlohmann::json& prepared = prepared_call.value;
   if (prepared.contains("result")) return prepared["result"];  // decided before anything ran
@@ -207,7 +206,7 @@ nlohmann::json IsolatedCall(const PoolForBackend& pools, const std::string& modu
       if (pool.size() > 1)
         return ParallelPasses(pool, token, std::move(job), std::move(job_blobs), call_limits, share_min_bytes);
     } catch (...) {
-      python::CallJson(kTrusted, "discard", {{"token", token}});
+      python::CallJson(accelopt::api::kSandboxDiscard, {{"token", token}});
       throw;
     }
   }
@@ -228,13 +227,14 @@ nlohmann::json IsolatedCall(const PoolForBackend& pools, const std::string& modu
       outcome = pools(backend).Call(job.value("module", ""), job.value("function", ""),
                                     job.value("arg", nlohmann::json()), round_limits, &job_blobs, while_held, transfer);
     } catch (...) {
-      python::CallJson(kTrusted, "discard", {{"token", token}});
+      python::CallJson(accelopt::api::kSandboxDiscard, {{"token", token}});
       throw;
     }
     job_blobs.clear();  // the inputs are no longer needed here
     judging = std::chrono::steady_clock::now();
     judged = python::CallPacked(
-        kTrusted, "finish", {{{"token", token}, {"outcome", OutcomeJson(outcome)}}, std::move(outcome.blobs)});
+        accelopt::api::kSandboxFinish,
+        {{{"token", token}, {"outcome", OutcomeJson(outcome)}}, std::move(outcome.blobs)});
     if (!another(judged.value)) break;
     // The passes of one candidate share its time limit (a timing round gets its own).
     if (judged.value.value("next_pass", false) && call_limits.timeout_s > 0) {
@@ -247,7 +247,7 @@ nlohmann::json IsolatedCall(const PoolForBackend& pools, const std::string& modu
     job_blobs = std::move(judged.blobs);
   }
   if (another(judged.value)) {
-    python::CallJson(kTrusted, "discard", {{"token", token}});
+    python::CallJson(accelopt::api::kSandboxDiscard, {{"token", token}});
     throw StageError("worker_error", "the trusted harness kept asking for more worker rounds");
   }
   auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
@@ -275,7 +275,7 @@ PoolOptions PoolOptionsFor(PoolOptions base, const std::string& backend) {
     base.config.scratch_root = EnsurePrivateDir(std::filesystem::path(base.config.scratch_root), "neuron").string();
   nlohmann::json found;
   try {
-    found = python::CallJson("accelopt.backends.neuron_cores", "discover",
+    found = python::CallJson(accelopt::api::kNeuronCoresDiscover,
                              base.neuron_cores.empty() ? nlohmann::json() : nlohmann::json(base.neuron_cores));
   } catch (const python::PythonError& error) {
     throw StageError("config_error", std::string("no NeuronCores for the neuron backend: ") + error.what() +

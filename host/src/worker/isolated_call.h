@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "accelopt/api_entries.hpp"
 #include "worker/pool.h"
 
 namespace accelopt::worker {
@@ -54,6 +55,12 @@ void LimitHostBlas();
 using PoolForBackend = std::function<WorkerPool&(const std::string& backend)>;
 nlohmann::json IsolatedCall(const PoolForBackend& pools, const std::string& module, const std::string& function,
                             const nlohmann::json& arg, const nlohmann::json& limits);
+
+/// The same call naming an evaluator's entry of the declared boundary (accelopt::api::kNkiProfile, ...).
+inline nlohmann::json IsolatedCall(const PoolForBackend& pools, const accelopt::api::Entry& entry,
+                                   const nlohmann::json& arg, const nlohmann::json& limits) {
+  return IsolatedCall(pools, entry.module, entry.function, arg, limits);
+}
 
 /// IsolatedCall with one pool; a call whose backend is not the pool's
 /// fails with a StageError (config_error).

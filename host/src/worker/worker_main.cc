@@ -207,7 +207,7 @@ int CandidateBody(const WorkerMainOptions& options, python::Packed message, int 
   python::PackedView reply;  // outputs go into the reply frame straight from the kernel's arrays
   g_stages.Mark("setup");
   try {
-    reply = python::CallPackedView("accelopt.sandbox.worker_entry", "handle", std::move(message));
+    reply = python::CallPackedView(accelopt::api::kWorkerHandle, std::move(message));
   } catch (const python::PythonError& error) {
     reply = {};
     reply.value = ErrorReply("python_error", error.what());
@@ -219,9 +219,9 @@ int CandidateBody(const WorkerMainOptions& options, python::Packed message, int 
   // Rule R5 (identity) and the cost model's content, each checked in C++
   // first; only a difference calls Python for the details (or the verdict:
   // an equal value in a new object passes the digest).
-  auto add_changes = [&reply](const char* function) {
+  auto add_changes = [&reply](const accelopt::api::Entry& entry) {
     try {
-      nlohmann::json changes = python::CallJson("accelopt.sandbox.worker_entry", function, nullptr);
+      nlohmann::json changes = python::CallJson(entry, nullptr);
       auto& integrity = reply.value["integrity"];
       if (!integrity.is_array()) integrity = nlohmann::json::array();
       for (auto& change : changes) integrity.push_back(std::move(change));
@@ -230,9 +230,9 @@ int CandidateBody(const WorkerMainOptions& options, python::Packed message, int 
     }
   };
   g_stages.Mark("handle");
-  if (g_identity && !g_identity->Unchanged()) add_changes("identity_changes");
+  if (g_identity && !g_identity->Unchanged()) add_changes(accelopt::api::kWorkerIdentityChanges);
   g_stages.Mark("identity");
-  if (g_content && !g_content->Unchanged()) add_changes("digest_changes");
+  if (g_content && !g_content->Unchanged()) add_changes(accelopt::api::kWorkerDigestChanges);
   g_stages.Mark("content");
   if (!WriteFrame(reply_fd, std::move(reply.value), reply.blobs)) return 76;
   g_stages.Mark("reply");
@@ -350,7 +350,7 @@ int SpareBody(const WorkerMainOptions& options, int request_fd, int reply_fd, in
   pollfd pending{request_fd, POLLIN, 0};
   if (warm != nullptr && std::string(warm) == "1" && poll(&pending, 1, 0) == 0) {
     try {
-      python::CallJson("accelopt.sandbox.worker_entry", "warm_up", nullptr);
+      python::CallJson(accelopt::api::kWorkerWarmUp, nullptr);
       if (g_identity) g_identity->Unchanged();
       if (g_content) g_content->Unchanged();
     } catch (const std::exception&) {  // only speed is lost
@@ -583,9 +583,9 @@ SandboxPaths ProfilePaths(const WorkerMainOptions& options, const nlohmann::json
   nlohmann::json paths;
   if (Hardware(options)) {
     nlohmann::json location = versions.contains("sdk") ? versions["sdk"].value("location", nlohmann::json()) : nullptr;
-    paths = python::CallJson("accelopt.sandbox.hardware_profile", "neuron_paths", location);
+    paths = python::CallJson(accelopt::api::kHardwareNeuronPaths, location);
   } else {
-    paths = python::CallJson("accelopt.sandbox.hardware_profile", "extra_paths", nullptr);
+    paths = python::CallJson(accelopt::api::kHardwareExtraPaths, nullptr);
   }
   SandboxPaths out;
   for (const auto& p : paths.value("read", nlohmann::json::array())) out.read.push_back(p.get<std::string>());
@@ -640,14 +640,14 @@ int WorkerMain(const WorkerMainOptions& options) {
   nlohmann::json versions;
   try {
     python::Initialize(options.python_paths);
-    versions = python::CallJson("accelopt.sandbox.worker_entry", "startup",
+    versions = python::CallJson(accelopt::api::kWorkerStartup,
                                 {{"worker_id", options.id}, {"backend", options.backend}});
     const char* content = std::getenv("ACCELOPT_CONTENT_CHECK");  // "0": the digest in Python (A/B runs)
     if (content == nullptr || std::string(content) != "0") {
       try {
         g_content = ContentSnapshot::Take();
         // From here on candidates leave the digest to g_content (Python digests only on a difference).
-        python::CallJson("accelopt.sandbox.worker_entry", "use_native_content_check", true);
+        python::CallJson(accelopt::api::kWorkerNativeContentCheck, true);
       } catch (const std::exception& error) {  // only speed is lost: handle() keeps the digest
         g_content.reset();
         warnings.push_back(std::string("content check unavailable, the cost model is digested in Python: ") +
@@ -661,7 +661,7 @@ int WorkerMain(const WorkerMainOptions& options) {
     const char* prefault = std::getenv("ACCELOPT_PREFAULT");
     if (!g_hardware && (prefault == nullptr || std::string(prefault) != "0")) {
       g_written_pages = LearnWrittenPages([] {  // needs /proc: before Landlock
-        python::CallJson("accelopt.sandbox.worker_entry", "warm_up", nullptr);
+        python::CallJson(accelopt::api::kWorkerWarmUp, nullptr);
         if (g_identity) g_identity->Unchanged();
         if (g_content) g_content->Unchanged();
       });
