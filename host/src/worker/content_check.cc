@@ -7,6 +7,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "accelopt/api_entries.hpp"
 #include "worker/dict_version.h"
 #include "worker/raw_python.h"
 

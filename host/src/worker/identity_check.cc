@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 
+#include "accelopt/api_entries.hpp"
 #include "worker/dict_version.h"
 #include "worker/raw_python.h"
 
