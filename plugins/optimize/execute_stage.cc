@@ -180,6 +180,9 @@ json RunExecute(StageContext& ctx) {
             return;
           }
           source = edit.value("source", "");
+          // The state key of the graph search, computed where the text already is (native:mcgs_transpose
+          // then need not read the file back through Python).
+          if (edit.contains("state_hash") && edit["state_hash"].is_string()) candidate["state_hash"] = edit["state_hash"];
           // A repeat: the parent itself, or any kernel of this case already evaluated in the run.
           const std::string normalized = NormalizeSource(source);
           std::string repeat_of;
@@ -231,6 +234,7 @@ json RunExecute(StageContext& ctx) {
         }
         source = reply.value("source", "");
         if (reply.contains("diff")) candidate["diff"] = reply["diff"];
+        if (reply.contains("state_hash") && reply["state_hash"].is_string()) candidate["state_hash"] = reply["state_hash"];
         candidate["edit"] = "rule";
       }
       if (NormalizeSource(source) == NormalizeSource(parent_source)) {

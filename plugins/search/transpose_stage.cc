@@ -49,9 +49,22 @@ json RunMcgsTranspose(StageContext& ctx) {
     AddEvent(graph, {{"type", "invalid"}, {"case", case_name}, {"node", (*p)["node"]}, {"move", move.value("id", "")},
                      {"reason", error.value("kind", "error") + ": " + error.value("message", "").substr(0, 200)}});
   }
+  // The state keys native:execute got with the new source (rules.apply, edits.resolve); only the
+  // kernels without one are hashed from their files here.
+  std::vector<std::string> hashes(merged.size());
   std::vector<std::string> paths;
-  for (const auto& c : merged) paths.push_back(c.value("kernel", ""));
-  const std::vector<std::string> hashes = StateHashes(ctx, paths);
+  std::vector<size_t> unhashed;
+  for (size_t i = 0; i < merged.size(); ++i) {
+    const json& c = merged[i];
+    if (c.contains("state_hash") && c["state_hash"].is_string() && !c["state_hash"].get<std::string>().empty()) {
+      hashes[i] = c["state_hash"];
+    } else {
+      paths.push_back(c.value("kernel", ""));
+      unhashed.push_back(i);
+    }
+  }
+  const std::vector<std::string> from_files = StateHashes(ctx, paths);
+  for (size_t k = 0; k < unhashed.size(); ++k) hashes[unhashed[k]] = from_files[k];
   json out = json::array();
   for (size_t i = 0; i < merged.size(); ++i) {
     json candidate = merged[i];

@@ -18,6 +18,8 @@ resolve(request)           -> the JSON contract native:execute calls
 import difflib
 import re
 
+from .search import canon
+
 _HUNK = re.compile(r"^@@+ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@+")
 _BARE_HUNK = re.compile(r"^@@+(?:\s.*)?$")
 
@@ -146,7 +148,8 @@ def resolve(request):
     "source": the reply's full kernel module or null}. The diff is tried first;
     when there is none or it does not apply, the full source is the fallback.
     Returns {"source": str, "diff": make_diff(parent, source), "edit": "diff" |
-    "source"[, "patch_error": {"kind", "message"}] (why the diff was not used)}
+    "source", "state_hash": the graph search's state key of the source (accelopt.search.canon)[,
+    "patch_error": {"kind", "message"}] (why the diff was not used)}
     or {"error": {"kind", "message"}}: kind "patch_failed" (the diff did not
     apply and there is no full source), "no_code" (neither given) or
     "bad_request". Never raises.
@@ -160,11 +163,11 @@ def resolve(request):
     if isinstance(diff, str) and diff.strip():
         try:
             new = apply(parent, diff)
-            return {"source": new, "diff": make_diff(parent, new), "edit": "diff"}
+            return {"source": new, "diff": make_diff(parent, new), "edit": "diff", "state_hash": canon.state_hash(new)}
         except PatchError as exc:
             patch_error = {"kind": exc.kind, "message": str(exc)}
     if isinstance(full, str) and full.strip():
-        out = {"source": full, "diff": make_diff(parent, full), "edit": "source"}
+        out = {"source": full, "diff": make_diff(parent, full), "edit": "source", "state_hash": canon.state_hash(full)}
         if patch_error:
             out["patch_error"] = patch_error
         return out

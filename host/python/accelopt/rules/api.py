@@ -8,6 +8,7 @@ Neither raises for bad input; see docs/rules.md.
 """
 import random
 
+from ..search import canon
 from . import effects, registry
 from .errors import NotApplicable
 from .source import Source, unified_diff
@@ -147,7 +148,8 @@ def apply(request):
     """Applies one plan (from ``propose`` on the same source) and returns the new source.
 
     ``request``: {"source": str, "plan": {"rule": str, "params": {"site": str, ...}}}.
-    Returns {"source": new_source, "diff": unified diff, "plan_id": str} or
+    Returns {"source": new_source, "diff": unified diff, "plan_id": str, "state_hash": the
+    graph search's state key of new_source (accelopt.search.canon)} or
     {"error": {"kind": "bad_request" | "bad_source" | "not_applicable",
     "message": str}}. The site is searched again in the given source and all
     preconditions are re-checked; nothing is assumed from the proposal.
@@ -184,4 +186,5 @@ def apply(request):
         return _error("not_applicable", f"{rule}: internal error: {type(exc).__name__}: {exc}")
     if new == src.text:
         return _error("not_applicable", f"{rule}: the rewrite leaves the source unchanged")
-    return {"source": new, "diff": unified_diff(src.text, new), "plan_id": f"{rule}:{site}"}
+    return {"source": new, "diff": unified_diff(src.text, new), "plan_id": f"{rule}:{site}",
+            "state_hash": canon.state_hash(new)}
