@@ -43,6 +43,7 @@ PACKAGES=(
   liblua5.4-dev libyaml-cpp-dev libspdlog-dev libfmt-dev catch2 nlohmann-json3-dev
   libcurl4-openssl-dev libcli11-dev libsqlite3-dev libsqlitecpp-dev
   libkainjow-mustache-dev libcpp-httplib-dev libssl-dev libseccomp-dev
+  libboost-dev                  # header-only Boost.Math: the speedup interval (accelopt/sdk/speedup.hpp)
   python3-matplotlib            # report charts (docs/reports.md)
   slurm-wlm munge               # the one-node cluster of scripts/slurm-local.sh (docs/scale-out.md)
 )

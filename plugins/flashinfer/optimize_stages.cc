@@ -22,6 +22,9 @@
 #include "flashinfer/cuda_build.h"
 #include "stages.h"
 
+#include "accelopt/sdk/numbers.hpp"
+#include "accelopt/sdk/speedup.hpp"
+
 namespace accelopt_fib_plugin {
 namespace fs = std::filesystem;
 using accelopt::sdk::StageFailure;
@@ -400,6 +403,7 @@ json RunFibExecute(accelopt::sdk::StageContext& ctx) {
     candidates.push_back({{"id", id}, {"case", plan.value("case", "")}, {"item", item}, {"solution", solution},
                           {"solution_path", file.string()}, {"parent", parent.value("id", "")},
                           {"parent_solution", parent["solution"]}, {"parent_latency_ms", parent.value("latency_ms", 0.0)},
+                          {"parent_trials_ms", parent.value("trials_ms", json::array())},
                           {"plan_index", plan.value("index", 0)}, {"sample", jobs[k].sample}, {"plan", plan.value("plan", "")}});
   }
   accelopt::sdk::WriteJsonFile(fs::path(ctx.StageDir()) / "executor_results.json", {{"candidates", candidates}, {"failures", failures}});
@@ -408,43 +412,106 @@ json RunFibExecute(accelopt::sdk::StageContext& ctx) {
   return {{"candidates", candidates}, {"failures", failures}, {"not_sent", not_sent}};
 }
 
+namespace {
+
+// One evaluated solution: its status, its mean latency over the workloads, and its repeats
+// (per trial, the mean over the workloads of that trial's median; empty when the workloads
+// ran different numbers of trials).
+struct Scored {
+  std::string status;
+  double latency_ms = 0;
+  std::vector<double> trials_ms;
+};
+
+std::map<std::string, Scored> ScoreResults(const json& results) {
+  std::map<std::string, Scored> scored;
+  for (const auto& r : results.is_array() ? results : json::array()) {
+    if (!r.is_object()) continue;
+    std::map<std::string, std::vector<double>> lat;
+    std::map<std::string, std::vector<std::vector<double>>> trials;
+    std::map<std::string, std::string> status;
+    for (const auto& row : r.value("results", json::array())) {
+      std::string name = row.value("solution", "");
+      std::string s = row.value("status", "RUNTIME_ERROR");
+      if (!status.count(name) || s != "PASSED") status[name] = status.count(name) && status[name] != "PASSED" ? status[name] : s;
+      if (s != "PASSED") continue;
+      lat[name].push_back(row.value("latency_ms", 0.0));
+      std::vector<double> t;
+      for (const auto& v : row.value("trial_latency_ms", json::array()))
+        if (v.is_number()) t.push_back(v.get<double>());
+      trials[name].push_back(t);
+    }
+    for (const auto& [name, s] : status) {
+      Scored entry;
+      entry.status = s;
+      const auto& l = lat[name];
+      for (double v : l) entry.latency_ms += v;
+      if (!l.empty()) entry.latency_ms /= l.size();
+      const auto& per_workload = trials[name];
+      const size_t n = per_workload.empty() ? 0 : per_workload.front().size();
+      bool same = n > 0;
+      for (const auto& t : per_workload) same = same && t.size() == n;
+      if (same) {
+        entry.trials_ms.assign(n, 0.0);
+        for (const auto& t : per_workload)
+          for (size_t k = 0; k < n; ++k) entry.trials_ms[k] += t[k] / per_workload.size();
+      }
+      scored[name] = entry;
+    }
+  }
+  return scored;
+}
+
+std::vector<double> Repeats(const json& object, const std::string& key) {
+  std::vector<double> out;
+  for (const auto& v : object.value(key, json::array()))
+    if (v.is_number() && v.get<double>() > 0) out.push_back(v.get<double>());
+  return out;
+}
+
+// The interval of `after` over `before` as record fields: speedup_ci (null when the noise is
+// unknown) and noise: faster | slower | within | unmeasured.
+accelopt::sdk::SpeedupInterval Compare(const std::vector<double>& before, const std::vector<double>& after, double confidence,
+                                       json& record, const std::string& prefix) {
+  accelopt::sdk::SpeedupInterval interval;
+  if (!before.empty() && !after.empty()) interval = accelopt::sdk::EstimateSpeedup(before, after, confidence);
+  record[prefix + "speedup_ci"] = interval.measured ? json::array({interval.low, interval.high}) : json(nullptr);
+  record[prefix + "noise"] = !interval.measured ? "unmeasured" : interval.Faster() ? "faster" : interval.Slower() ? "slower" : "within";
+  return interval;
+}
+
+}  // namespace
+
 json RunFibSelect(accelopt::sdk::StageContext& ctx) {
   const json candidates = ListParam(ctx.Param<json>("candidates"), "candidates");
   const json results = ctx.Param<json>("results");
   json best = ctx.Param<json>("best");
   if (!best.is_object()) best = json::object();
   const size_t width = static_cast<size_t>(std::max<int64_t>(1, ctx.Param<int64_t>("beam_width")));
-  // solution name -> (status, mean latency over workloads, all passed)
-  std::map<std::string, std::pair<std::string, double>> scored;
-  for (const auto& r : results.is_array() ? results : json::array()) {
-    if (!r.is_object()) continue;
-    std::map<std::string, std::vector<double>> lat;
-    std::map<std::string, std::string> status;
-    for (const auto& row : r.value("results", json::array())) {
-      std::string name = row.value("solution", "");
-      std::string s = row.value("status", "RUNTIME_ERROR");
-      if (!status.count(name) || s != "PASSED") status[name] = status.count(name) && status[name] != "PASSED" ? status[name] : s;
-      if (s == "PASSED") lat[name].push_back(row.value("latency_ms", 0.0));
-    }
-    for (const auto& [name, s] : status) {
-      double mean = 0;
-      for (double v : lat[name]) mean += v;
-      scored[name] = {s, lat[name].empty() ? 0.0 : mean / lat[name].size()};
-    }
-  }
+  const double confidence = ctx.Param<double>("confidence");
+  if (!(confidence > 0 && confidence < 1)) throw StageFailure("config_error", "confidence must be in (0, 1)");
+  const std::map<std::string, Scored> scored = ScoreResults(results);
   json records = json::array();
   std::map<std::string, std::vector<json>> by_case;
+  bool unmeasured = false;
   for (auto c : candidates) {
     std::string name = c["solution"].value("name", "");
     auto it = scored.find(name);
-    c["status"] = it == scored.end() ? "NOT_RUN" : it->second.first;
-    bool passed = it != scored.end() && it->second.first == "PASSED" && it->second.second > 0;
-    c["latency_ms"] = passed ? json(it->second.second) : json(nullptr);
+    c["status"] = it == scored.end() ? "NOT_RUN" : it->second.status;
+    bool passed = it != scored.end() && it->second.status == "PASSED" && it->second.latency_ms > 0;
+    c["latency_ms"] = passed ? json(it->second.latency_ms) : json(nullptr);
+    c["trials_ms"] = passed ? json(it->second.trials_ms) : json::array();
     double parent = c.value("parent_latency_ms", 0.0);
-    if (passed && parent > 0) c["speedup"] = parent / it->second.second;
+    if (passed && parent > 0) {
+      c["speedup"] = parent / it->second.latency_ms;
+      unmeasured |= !Compare(Repeats(c, "parent_trials_ms"), it->second.trials_ms, confidence, c, "").measured;
+    }
     records.push_back(c);
     if (passed) by_case[c.value("case", "")].push_back(c);
   }
+  if (unmeasured)
+    ctx.Warn("a speedup without two repeats on each side is not accepted as beyond the noise (trials >= 2 measure it; "
+             "docs/optimize.md, \"Noise-aware speedups\")");
   // The next beam: per case the beam_width fastest passing candidates; a case
   // without any keeps its current beam members (AccelOpt counts a failed sample
   // as its baseline).
@@ -468,12 +535,24 @@ json RunFibSelect(accelopt::sdk::StageContext& ctx) {
       kept.erase("parent_solution");
       beam.push_back(kept);
     }
+    // The best changes only for a kernel faster than it beyond the measured noise (a CPU
+    // timing's jitter is no speedup); the first evaluated kernel of a case is its baseline.
     const json& top = list.front();
-    if (!best.contains(cs) || top.value("latency_ms", 1e300) < best[cs].value("latency_ms", 1e300)) {
+    bool replace = !best.contains(cs);
+    if (!replace && top["solution"].value("name", "") != best[cs]["solution"].value("name", "")) {
+      json probe = json::object();
+      replace = Compare(Repeats(best[cs], "trials_ms"), Repeats(top, "trials_ms"), confidence, probe, "").Faster();
+      if (!replace && top.value("latency_ms", 1e300) < best[cs].value("latency_ms", 1e300))
+        ctx.Info(cs + ": " + top["solution"].value("name", "") + " is not the new best: its gain over " +
+                 best[cs]["solution"].value("name", "") + " is within the measured noise (" + probe["noise"].get<std::string>() + ")");
+    }
+    if (replace) {
       json b = top;
       b.erase("parent_solution");
-      if (!best.contains(cs)) b["baseline_latency_ms"] = top.value("latency_ms", 0.0);
-      else b["baseline_latency_ms"] = best[cs].value("baseline_latency_ms", top.value("latency_ms", 0.0));
+      const bool first = !best.contains(cs);
+      b["baseline_latency_ms"] = first ? top.value("latency_ms", 0.0) : best[cs].value("baseline_latency_ms", top.value("latency_ms", 0.0));
+      b["baseline_trials_ms"] = first ? top.value("trials_ms", json::array()) : best[cs].value("baseline_trials_ms", json::array());
+      Compare(Repeats(b, "baseline_trials_ms"), Repeats(b, "trials_ms"), confidence, b, "baseline_");
       best[cs] = b;
     }
   }
@@ -514,12 +593,19 @@ json RunFibSummarize(accelopt::sdk::StageContext& ctx) {
     bool better = (s > 1 || old > 1) ? s > old : s < old;
     if (better) it->second = r;
   }
+  // A rewrite is a lesson only when its speedup is beyond the measured noise too (fib_select's
+  // `noise`): a CPU timing's jitter teaches nothing (docs/optimize.md, "Noise-aware speedups").
   std::vector<json> positive, negative;
+  size_t within_noise = 0;
   for (const auto& [key, r] : picked) {
     double s = r["speedup"];
-    if (s > max_t) positive.push_back(r);
-    else if (s < 1.0 / min_t) negative.push_back(r);
+    const std::string noise = r.value("noise", "unmeasured");
+    if (s > max_t && noise == "faster") positive.push_back(r);
+    else if (s < 1.0 / min_t && noise == "slower") negative.push_back(r);
+    else if (s > max_t || s < 1.0 / min_t) ++within_noise;
   }
+  if (within_noise)
+    ctx.Info(std::to_string(within_noise) + " rewrite(s) past the thresholds left out of the memory: the speedup is within the measured noise");
   std::sort(positive.begin(), positive.end(), [](const json& a, const json& b) { return a["speedup"] > b["speedup"]; });
   std::sort(negative.begin(), negative.end(), [](const json& a, const json& b) { return a["speedup"] < b["speedup"]; });
   // Definitions whose spend cap is reached get no summary (no request).
@@ -573,7 +659,7 @@ json RunFibOptimizeReport(accelopt::sdk::StageContext& ctx) {
   fs::path run = ctx.RunDir();
   json cases = json::array();
   std::ostringstream md;
-  md << "# flashinfer-optimize\n\n| definition | baseline ms | best ms | speedup | best solution |\n|---|---|---|---|---|\n";
+  md << "# flashinfer-optimize\n\n| definition | baseline ms | best ms | speedup | 95% interval | best solution |\n|---|---|---|---|---|---|\n";
   for (auto it = best.begin(); it != best.end(); ++it) {
     const json& b = it.value();
     double base = b.value("baseline_latency_ms", 0.0), lat = b.value("latency_ms", 0.0);
@@ -585,11 +671,15 @@ json RunFibOptimizeReport(accelopt::sdk::StageContext& ctx) {
       throw StageFailure("config_error", error.what());
     }
     accelopt::sdk::WriteFile(file, fib::DumpIndented(ToOrdered(b["solution"])));
+    const json ci = b.value("baseline_speedup_ci", json(nullptr));
     cases.push_back({{"definition", it.key()}, {"baseline_latency_ms", base}, {"best_latency_ms", lat}, {"speedup", speedup},
+                     {"speedup_ci", ci}, {"noise", b.value("baseline_noise", "unmeasured")},
                      {"solution", b["solution"].value("name", "")}, {"file", file.string()}});
+    const std::string interval = ci.is_array() ? accelopt::sdk::Fixed(ci[0].get<double>()) + "-" + accelopt::sdk::Fixed(ci[1].get<double>()) + "x"
+                                               : std::string("unmeasured");
     char line[512];
-    std::snprintf(line, sizeof(line), "| %s | %.4f | %.4f | %.3fx | %s |\n", it.key().c_str(), base, lat, speedup,
-                  b["solution"].value("name", "").c_str());
+    std::snprintf(line, sizeof(line), "| %s | %.4f | %.4f | %.3fx | %s | %s |\n", it.key().c_str(), base, lat, speedup,
+                  interval.c_str(), b["solution"].value("name", "").c_str());
     md << line;
   }
   json report = {{"cases", cases}};

@@ -58,7 +58,7 @@ constexpr const char* kEvaluateOutputs = R"JSON({
   "definition": {"type": "string", "doc": "the definition"},
   "op_type": {"type": "string", "doc": "its op_type"},
   "baseline_solution": {"type": "any", "doc": "the `baseline` author's solution, or null"},
-  "results": {"type": "array", "doc": "per (solution, workload): solution, author, language, workload, status, latency_ms, reference_latency_ms, speedup_factor"},
+  "results": {"type": "array", "doc": "per (solution, workload): solution, author, language, workload, status, latency_ms (the mean of the trials), reference_latency_ms, speedup_factor, trial_latency_ms (each trial's median, ms)"},
   "skipped": {"type": "array", "doc": "workloads without traces (inputs could not be built, or the reference failed) and why"},
   "not_run": {"type": "array", "doc": "(solution, workload) pairs without a trace and why, e.g. not run: no device"},
   "trace_files": {"type": "array", "doc": "the JSONL files the traces were appended to"},
@@ -117,14 +117,15 @@ constexpr const char* kFibSelectParams = R"JSON({
   "results": {"type": "any", "required": true, "doc": "the candidates' native:fib_evaluate for_each outputs"},
   "best": {"type": "any", "default": {}, "doc": "case -> best candidate so far"},
   "beam_width": {"type": "integer", "default": 2, "doc": "TOPK_CANDIDATES: candidates per case carried on"},
+  "confidence": {"type": "number", "default": 0.95, "doc": "level of the speedup's interval: a new best (and a lesson of fib_summarize) must be faster (slower) beyond it (docs/optimize.md, Noise-aware speedups)"},
   "llm": {"type": "string", "default": "default", "doc": "endpoint whose spend caps are checked: a definition at its cap leaves the beam (docs/llm.md, Spend caps)"}
 })JSON";
 
 const std::string kSummarizeParams = "{" R"JSON(
   "records": {"type": "any", "required": true, "doc": "fib_select's records"},
   "top_k": {"type": "integer", "default": 8, "doc": "TOPK: rewrites summarized (<= TOPK/2 positive)"},
-  "max_threshold": {"type": "number", "default": 1.04, "doc": "a positive rewrite needs speedup > this"},
-  "min_threshold": {"type": "number", "default": 1.15, "doc": "a negative rewrite needs speedup < 1/this"},)JSON" + kLlm + "}";
+  "max_threshold": {"type": "number", "default": 1.04, "doc": "a positive rewrite needs speedup > this, and fib_select's noise faster"},
+  "min_threshold": {"type": "number", "default": 1.15, "doc": "a negative rewrite needs speedup < 1/this, and fib_select's noise slower"},)JSON" + kLlm + "}";
 
 constexpr const char* kReportParams = R"JSON({
   "best": {"type": "any", "required": true, "doc": "fib_select's best (the loop's carry)"},
@@ -153,8 +154,8 @@ constexpr const char* kExecuteOutputs = R"JSON({
 
 constexpr const char* kFibSelectOutputs = R"JSON({
   "beam": {"type": "array", "doc": "the next beam: per case the beam_width fastest passing candidates (parents compete)"},
-  "best": {"type": "object", "doc": "case -> best candidate so far, with baseline_latency_ms"},
-  "records": {"type": "array", "doc": "every candidate with status, latency_ms and speedup vs its parent"},
+  "best": {"type": "object", "doc": "case -> best candidate so far (replaced only by one faster beyond the noise), with trials_ms, baseline_latency_ms, baseline_trials_ms, baseline_speedup_ci and baseline_noise"},
+  "records": {"type": "array", "doc": "every candidate with status, latency_ms, trials_ms (its repeats, ms), speedup vs its parent, speedup_ci ([low, high] or null) and noise (faster | slower | within | unmeasured)"},
   "stopped": {"type": "object", "doc": "definition -> why its LLM spend cap ended its search (it left the beam)"}
 })JSON";
 
@@ -163,7 +164,7 @@ constexpr const char* kSummarizeOutputs = R"JSON({
 })JSON";
 
 constexpr const char* kReportOutputs = R"JSON({
-  "cases": {"type": "array", "doc": "definition, baseline_latency_ms, best_latency_ms, speedup, solution, file, llm_spend, stopped (a spend cap's reason)"},
+  "cases": {"type": "array", "doc": "definition, baseline_latency_ms, best_latency_ms, speedup, speedup_ci (its interval, or null), noise, solution, file, llm_spend, stopped (a spend cap's reason)"},
   "spend": {"type": "object", "doc": "the LLM endpoint's spend caps and what was spent (run and per definition)"}
 })JSON";
 
