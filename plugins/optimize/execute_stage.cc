@@ -180,7 +180,7 @@ json RunExecute(StageContext& ctx) {
             return;
           }
           source = edit.value("source", "");
-          // The state key of the graph search, computed where the text already is (native:mcgs_transpose
+          // The state key of the graph search, computed where the text already is (native:mcgs_merge_states
           // then need not read the file back through Python).
           if (edit.contains("state_hash") && edit["state_hash"].is_string()) candidate["state_hash"] = edit["state_hash"];
           // A repeat: the parent itself, or any kernel of this case already evaluated in the run.
@@ -204,7 +204,7 @@ json RunExecute(StageContext& ctx) {
             candidate["converged"] = true;
             candidate["repeat_of"] = repeat_of;
             if (!is_parent) {
-              // The kernel is kept (native:mcgs_transpose makes the move an edge to the known state).
+              // The kernel is kept (native:mcgs_merge_states makes the move an edge to the known state).
               const fs::path file = kernels / (SafeName(id) + ".py");
               WriteText(file, source);
               candidate["kernel"] = file.string();

@@ -1,7 +1,10 @@
-// native:mcgs_transpose - the executed moves meet the graph: each new
+// native:mcgs_merge_states - the executed moves meet the graph: each new
 // kernel's canonical state hash (accelopt.search.canon) is looked up; a known
-// state makes the move an edge to that node (a transposition: no
-// evaluation), a new one becomes a pending node and goes on to native:profile.
+// state makes the move an edge to that node (a transposition in MCGS's sense,
+// two move orders reaching one state; no evaluation), a new one becomes a
+// pending node and goes on to native:profile. `mcgs_transpose` is the stage's
+// former name, kept so that older pipelines run (with a warning): "transpose"
+// read as a matrix transpose in a field full of them.
 // Moves that produced no kernel (a refused rule, no code block) are dropped; a
 // move whose reply repeated an evaluated kernel even after the re-ask naming it
 // ("converged") finishes its node: the node's untried moves are not asked for.
@@ -11,7 +14,7 @@
 
 namespace accelopt_search {
 
-json RunMcgsTranspose(StageContext& ctx) {
+json RunMcgsMergeStates(StageContext& ctx) {
   const json& with = ctx.With();
   json graph = GraphParam(ctx);
   const json executed = with.value("execute", json());
@@ -136,6 +139,11 @@ json RunMcgsTranspose(StageContext& ctx) {
            (transpositions ? ", " + std::to_string(transpositions) + " transposition(s)" : "") +
            (invalid ? ", " + std::to_string(invalid) + " move(s) dropped" : ""));
   return {{"graph", graph}, {"candidates", out}, {"transpositions", transpositions}, {"invalid", invalid}};
+}
+
+json RunMcgsTransposeDeprecated(StageContext& ctx) {
+  ctx.Warn("native:mcgs_transpose is the former name of native:mcgs_merge_states; use the new name");
+  return RunMcgsMergeStates(ctx);
 }
 
 }  // namespace accelopt_search

@@ -45,7 +45,7 @@ const std::string kSelectParams = "{" + kGraphParam + R"JSON(,
   "revive_pruned": {"type": "boolean", "default": true, "doc": "when a problem has no live move left but budget to spend, its pruned moves become untried (priors by their weight) instead of the problem ending as exhausted"},
   "llm": {"type": "string", "default": "default", "doc": "LLM endpoint whose spend caps are checked: a problem at its cap is done (done_reason spend_cap, stop_reason the cap; docs/llm.md, Spend caps)"},)JSON" + kSearchParams + "}";
 
-const std::string kTransposeParams = "{" + kGraphParam + R"JSON(,
+const std::string kMergeStatesParams = "{" + kGraphParam + R"JSON(,
   "execute": {"type": "any", "required": true, "doc": "native:execute's outputs (candidates and failures of the selected moves)"}
 })JSON";
 
@@ -71,7 +71,7 @@ const std::string kSelectOutputs = R"JSON({
   "done": {"type": "boolean", "doc": "every problem is done (budget used or nothing left to expand)"},
   "budget_left": {"type": "integer", "doc": "evaluations the problems not done may still make (budget - evaluations; 0 for a done one): the progress line's budget (carry it as budget_left)"}
 })JSON";
-const std::string kTransposeOutputs = R"JSON({
+const std::string kMergeStatesOutputs = R"JSON({
   "graph": {"type": "object", "doc": "the search state, executed moves attached"},
   "candidates": {"type": "array", "doc": "kernels of new states (feed native:profile), with search_node"},
   "transpositions": {"type": "integer", "doc": "moves that reached a known state"},
@@ -134,8 +134,10 @@ const AccelStageDescriptor kStages[] = {
                                 kPriorsParams.c_str(), kPriorsOutputs.c_str(), RunMcgsPriors),
     ACCELOPT_STAGE_WITH_OUTPUTS("mcgs_select", "Select leaves by PUCT with progressive widening, Dirichlet noise on the root's priors and virtual loss between the round's selections; plans for native:execute.",
                                 kSelectParams.c_str(), kSelectOutputs.c_str(), RunMcgsSelect),
-    ACCELOPT_STAGE_WITH_OUTPUTS("mcgs_transpose", "Canonical AST hash of each executed move's kernel: known states become transposition edges, new ones pending nodes to profile.",
-                                kTransposeParams.c_str(), kTransposeOutputs.c_str(), RunMcgsTranspose),
+    ACCELOPT_STAGE_WITH_OUTPUTS("mcgs_merge_states", "Canonical AST hash of each executed move's kernel: a known state merges the move into its node (a transposition edge), a new one becomes a pending node to profile.",
+                                kMergeStatesParams.c_str(), kMergeStatesOutputs.c_str(), RunMcgsMergeStates),
+    ACCELOPT_STAGE_WITH_OUTPUTS("mcgs_transpose", "Former name of mcgs_merge_states (warns, then runs it).",
+                                kMergeStatesParams.c_str(), kMergeStatesOutputs.c_str(), RunMcgsTransposeDeprecated),
     ACCELOPT_STAGE_WITH_OUTPUTS("mcgs_backprop", "Values (log speedup over the baseline; failures penalized) backed up along the selection paths; incumbent, tactic statistics; search_graph.json, events.jsonl, trace.md per evaluation.",
                                 kBackpropParams.c_str(), kBackpropOutputs.c_str(), RunMcgsBackprop),
     ACCELOPT_STAGE_WITH_OUTPUTS("agent_init", "Reflexion agent loop: per problem the current and best kernel (the baseline), attempt history and lessons (optionally those of an earlier run).",

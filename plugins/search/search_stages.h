@@ -13,8 +13,10 @@ json RunMcgsInit(StageContext& ctx);
 json RunMcgsPriors(StageContext& ctx);
 /// native:mcgs_select - PUCT + progressive widening + root Dirichlet noise + virtual loss -> plans to execute.
 json RunMcgsSelect(StageContext& ctx);
-/// native:mcgs_transpose - canonical state hashes of executed moves; transpositions merged; new states to profile.
-json RunMcgsTranspose(StageContext& ctx);
+/// native:mcgs_merge_states - canonical state hashes of executed moves; known states merged (transpositions); new states to profile.
+json RunMcgsMergeStates(StageContext& ctx);
+/// native:mcgs_transpose - the former name of mcgs_merge_states: warns, then runs it.
+json RunMcgsTransposeDeprecated(StageContext& ctx);
 /// native:mcgs_backprop - values of the evaluated states backed up along their paths; incumbent; files.
 json RunMcgsBackprop(StageContext& ctx);
 

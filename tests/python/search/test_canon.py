@@ -44,7 +44,7 @@ def test_batch_and_unparsable_fallback():
 
 def test_the_executors_python_calls_return_the_state_key_of_their_source():
     """rules.apply and edits.resolve give the new kernel's state hash with it, so native:execute
-    passes it on and native:mcgs_transpose need not read the file back through Python."""
+    passes it on and native:mcgs_merge_states need not read the file back through Python."""
     from accelopt import edits
     from accelopt.rules import apply, propose
 
