@@ -45,6 +45,7 @@ PACKAGES=(
   libkainjow-mustache-dev libcpp-httplib-dev libssl-dev libseccomp-dev
   libboost-dev                  # header-only Boost.Math: the speedup interval (accelopt/sdk/speedup.hpp)
   python3-matplotlib            # report charts (docs/reports.md)
+  python3-jsonschema            # the test suite checks every host call against accelopt.api's schemas
   slurm-wlm munge               # the one-node cluster of scripts/slurm-local.sh (docs/scale-out.md)
 )
 if [[ "$OS_ID" == debian ]]; then

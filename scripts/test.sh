@@ -5,4 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR="${BUILD_DIR:-build}"
 export ACCELOPT_NO_PROGRESS=1
+# Every host call into the Python tree is checked against its declared schema (accelopt.api).
+export ACCELOPT_API_VALIDATE=1
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j"$(nproc)" "$@"

@@ -116,6 +116,29 @@ def target(name):
     return getattr(importlib.import_module(entry.module), entry.function)
 
 
+def validate_call(module, function, arg):
+    """Checks ``arg`` against the schema of the entry that ``module.function`` implements.
+
+    The host calls this before every JSON call when ``ACCELOPT_API_VALIDATE=1`` (the test suite
+    sets it; docs/architecture.md, "The C++/Python boundary"). A function that is no entry (this
+    module's own ``check``, a test's module) is not checked. Raises ``ValueError`` naming the
+    entry, the failing part of the argument and the rule it breaks; returns None when it holds.
+    Needs ``jsonschema`` (Debian python3-jsonschema)."""
+    import jsonschema
+
+    for name, entry in ENTRIES.items():
+        if (entry.module, entry.function) != (module, function):
+            continue
+        try:
+            jsonschema.validate(arg, entry.schema)
+        except jsonschema.ValidationError as error:
+            where = "/".join(str(p) for p in error.absolute_path) or "(the argument)"
+            raise ValueError(f"accelopt.api: the call of {name} ({module}.{function}) breaks its contract "
+                             f"(version {entry.version}): at {where}: {error.message}") from None
+        return None
+    return None
+
+
 def check(host_entries):
     """Compares the host's table with ``ENTRIES``.
 

@@ -273,14 +273,27 @@ PackedView CallPackedView(const std::string& module, const std::string& function
   return out;
 }
 
+// ACCELOPT_API_VALIDATE=1 (the test suite's setting): every JSON call into an entry of the
+// declared boundary is checked against the entry's schema first (accelopt.api.validate_call).
+static bool ValidateApiCalls() {
+  static const bool on = [] {
+    const char* value = std::getenv("ACCELOPT_API_VALIDATE");
+    return value != nullptr && std::string(value) == "1";
+  }();
+  return on;
+}
+
 nlohmann::json CallJson(const std::string& module, const std::string& function, const nlohmann::json& arg) {
   std::string result;
   {
     Gil gil;
     try {
       py::module_ json = py::module_::import("json");
+      py::object loaded = json.attr("loads")(arg.dump());
+      if (ValidateApiCalls() && module.rfind("accelopt.", 0) == 0)
+        py::module_::import(accelopt::api::kModule).attr("validate_call")(module, function, loaded);
       py::object fn = py::module_::import(module.c_str()).attr(function.c_str());
-      py::object value = fn(json.attr("loads")(arg.dump()));
+      py::object value = fn(loaded);
       result = json.attr("dumps")(value, py::arg("allow_nan") = true).cast<std::string>();
     } catch (py::error_already_set& error) {
       throw ConvertError(error);

@@ -1,4 +1,6 @@
 #include <catch2/catch.hpp>
+#include <cstdlib>
+#include <string>
 #include <thread>
 
 #include <Python.h>
@@ -75,4 +77,22 @@ TEST_CASE("the PyPI virtual environment's site-packages follow the host's folder
   ::unsetenv("ACCELOPT_VENV");
   CHECK(entries == std::vector<std::string>{py::HostPythonDir(), "/tmp/c", site});
   CHECK(missing == std::vector<std::string>{py::HostPythonDir(), "/tmp/c"});
+}
+
+TEST_CASE("with ACCELOPT_API_VALIDATE=1 a call that breaks its entry's schema fails before the call", "[python][api]") {
+  const char* on = std::getenv("ACCELOPT_API_VALIDATE");
+  if (on == nullptr || std::string(on) != "1") {
+    WARN("skipped: ACCELOPT_API_VALIDATE is not 1 (scripts/test.sh sets it)");
+    return;
+  }
+  // rules.apply's schema requires "source".
+  try {
+    python::CallJson(accelopt::api::kRulesApply, {{"plan", nlohmann::json::object()}});
+    FAIL("the call passed");
+  } catch (const python::PythonError& error) {
+    CHECK_THAT(error.what(), Catch::Contains("breaks its contract") && Catch::Contains("'source' is a required property"));
+  }
+  // A call that keeps the contract runs (and answers with its own error for a bad plan).
+  auto out = python::CallJson(accelopt::api::kRulesApply, {{"source", "x = 1\n"}, {"plan", nlohmann::json::object()}});
+  CHECK(out.contains("error"));
 }

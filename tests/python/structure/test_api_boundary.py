@@ -71,3 +71,24 @@ def test_check_reports_every_difference():
     assert any("made.up" in p for p in problems)
     assert any(entries[-1]["name"] in p and "unknown to the host" in p for p in problems)
     assert api.check("not a list") != []
+
+
+def test_validate_call_checks_an_entrys_argument_against_its_schema():
+    """ACCELOPT_API_VALIDATE=1 (scripts/test.sh) makes the host call this before every JSON call."""
+    entry = api.ENTRIES["rules.apply"]
+    assert api.validate_call(entry.module, entry.function, {"source": "x = 1", "plan": {}}) is None
+    try:
+        api.validate_call(entry.module, entry.function, {"plan": {}})
+    except ValueError as error:
+        text = str(error)
+        assert "rules.apply" in text and "'source' is a required property" in text, text
+    else:
+        raise AssertionError("a call without its required field passed")
+    try:
+        api.validate_call(entry.module, entry.function, ["not", "an", "object"])
+    except ValueError as error:
+        assert "is not of type 'object'" in str(error)
+    else:
+        raise AssertionError("a list passed as an object")
+    # A function that is no entry (a test's own module, api.check itself) is not checked.
+    assert api.validate_call("accelopt.api", "check", "anything") is None
