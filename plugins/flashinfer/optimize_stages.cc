@@ -22,6 +22,7 @@
 #include "flashinfer/cuda_build.h"
 #include "stages.h"
 
+#include "accelopt/sdk/code_blocks.hpp"
 #include "accelopt/sdk/numbers.hpp"
 #include "accelopt/sdk/speedup.hpp"
 
@@ -94,15 +95,11 @@ std::string EntrySource(const json& solution) {
   return solution["sources"].empty() ? "" : solution["sources"][0].value("content", "");
 }
 
-// The first fenced code block (a leading language tag dropped), or "".
+// The first fenced code block of a reply, or "" (the SDK's reader, as the NKI loop's executor),
+// ending with a newline as a source file does.
 std::string FirstCodeBlock(const std::string& text) {
-  size_t open = text.find("```");
-  if (open == std::string::npos) return "";
-  size_t line_end = text.find('\n', open);
-  if (line_end == std::string::npos) return "";
-  size_t close = text.find("```", line_end + 1);
-  if (close == std::string::npos) return "";
-  return text.substr(line_end + 1, close - line_end - 1);
+  const std::string code = accelopt::sdk::ExtractFirstCodeBlock(text).value_or("");
+  return code.empty() ? code : code + "\n";
 }
 
 std::string Hex6(const std::string& text) {

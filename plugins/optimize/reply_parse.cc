@@ -10,102 +10,7 @@ namespace {
 
 using nlohmann::json;
 
-std::vector<std::string> SplitLines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    lines.push_back(line);
-  }
-  return lines;
-}
-
-std::string Trim(const std::string& text) {
-  size_t a = text.find_first_not_of(" \t\r\n");
-  if (a == std::string::npos) return "";
-  size_t b = text.find_last_not_of(" \t\r\n");
-  return text.substr(a, b - a + 1);
-}
-
-bool Blank(const std::string& line) { return line.find_first_not_of(" \t\r") == std::string::npos; }
-
-// A fence line: indentation, a run of >= 3 '`' or '~', then the rest.
-struct Fence {
-  size_t indent = 0;
-  char mark = 0;
-  size_t length = 0;
-  std::string rest;  // after the run, untrimmed
-};
-
-std::optional<Fence> AsFence(const std::string& line) {
-  size_t i = line.find_first_not_of(" \t");
-  if (i == std::string::npos || (line[i] != '`' && line[i] != '~')) return std::nullopt;
-  Fence fence;
-  fence.indent = i;
-  fence.mark = line[i];
-  size_t j = i;
-  while (j < line.size() && line[j] == fence.mark) ++j;
-  fence.length = j - i;
-  if (fence.length < 3) return std::nullopt;
-  fence.rest = line.substr(j);
-  return fence;
-}
-
-// Removes up to `indent` leading spaces (a tab counts as one).
-std::string Dedent(const std::string& line, size_t indent) {
-  size_t k = 0;
-  while (k < indent && k < line.size() && (line[k] == ' ' || line[k] == '\t')) ++k;
-  return line.substr(k);
-}
-
-std::string JoinTrimmed(const std::vector<std::string>& lines) {
-  size_t begin = 0, end = lines.size();
-  while (begin < end && Blank(lines[begin])) ++begin;
-  while (end > begin && Blank(lines[end - 1])) --end;
-  std::string out;
-  for (size_t i = begin; i < end; ++i) out += lines[i] + (i + 1 < end ? "\n" : "");
-  while (!out.empty() && std::isspace(static_cast<unsigned char>(out.back()))) out.pop_back();
-  return out;
-}
-
-// Each line of `reply` with the index of the fenced block it belongs to (-1:
-// prose, -2: a fence line itself); blocks as FencedBlocks returns them
-// (unclosed ones become prose).
-struct Layout {
-  std::vector<std::string> lines;
-  std::vector<int> owner;
-  std::vector<FencedBlock> blocks;
-};
-
-Layout Scan(const std::string& reply) {
-  Layout layout;
-  layout.lines = SplitLines(reply);
-  layout.owner.assign(layout.lines.size(), -1);
-  size_t i = 0;
-  while (i < layout.lines.size()) {
-    auto open = AsFence(layout.lines[i]);
-    // Backtick fences may not carry a backtick in their info string.
-    if (!open || (open->mark == '`' && open->rest.find('`') != std::string::npos)) {
-      ++i;
-      continue;
-    }
-    size_t close = i + 1;
-    for (; close < layout.lines.size(); ++close) {
-      auto end = AsFence(layout.lines[close]);
-      if (end && end->mark == open->mark && end->length >= open->length && Blank(end->rest)) break;
-    }
-    if (close >= layout.lines.size()) break;  // unclosed: the rest is prose
-    std::vector<std::string> body;
-    for (size_t k = i + 1; k < close; ++k) body.push_back(Dedent(layout.lines[k], open->indent));
-    std::string code = JoinTrimmed(body);
-    const int index = code.empty() ? -3 : static_cast<int>(layout.blocks.size());
-    if (!code.empty()) layout.blocks.push_back({Trim(open->rest), code});
-    layout.owner[i] = layout.owner[close] = -2;
-    for (size_t k = i + 1; k < close; ++k) layout.owner[k] = index;
-    i = close + 1;
-  }
-  return layout;
-}
+using namespace accelopt::sdk::code_blocks;  // SplitLines, Trim, Blank, JoinTrimmed, Layout, Scan
 
 std::string Lower(std::string text) {
   for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -115,20 +20,6 @@ std::string Lower(std::string text) {
 bool IsDecoration(char c) { return c == '*' || c == '_' || c == '#' || c == '>' || c == '`'; }
 
 }  // namespace
-
-std::vector<FencedBlock> FencedBlocks(const std::string& reply) { return Scan(reply).blocks; }
-
-std::vector<std::string> ExtractCodeBlocks(const std::string& reply) {
-  std::vector<std::string> bodies;
-  for (auto& block : FencedBlocks(reply)) bodies.push_back(std::move(block.code));
-  return bodies;
-}
-
-std::optional<std::string> ExtractFirstCodeBlock(const std::string& reply) {
-  auto blocks = FencedBlocks(reply);
-  if (blocks.empty()) return std::nullopt;
-  return blocks.front().code;
-}
 
 bool IsDiffBlock(const FencedBlock& block) {
   const std::string info = Lower(block.info);

@@ -12,32 +12,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "accelopt/sdk/code_blocks.hpp"
+
 namespace accelopt_optimize {
 
-/// One fenced block of a reply: `info` is the trimmed info string of the
-/// opening fence ("python", "py", "" ...), `code` the body.
-struct FencedBlock {
-  std::string info;
-  std::string code;
-};
-
-/// Every complete fenced block of `reply`, in order.
-///
-/// A fence is a line whose first non-blank characters are three or more
-/// backticks (or tildes); the rest of the opening line is the info string,
-/// which may be padded with spaces ("``` python", "```python ") and may not
-/// contain a backtick (so "```x = 1```" is inline code, not a fence). The block
-/// ends at the next line holding only the same fence character, at least as many
-/// times. Backticks inside a line of prose never open a block. The fence's
-/// indentation is removed from the body lines (blocks inside list items); blank
-/// lines around the body are dropped. Empty and unclosed blocks are skipped.
-std::vector<FencedBlock> FencedBlocks(const std::string& reply);
-
-/// The bodies of FencedBlocks(reply), in order.
-std::vector<std::string> ExtractCodeBlocks(const std::string& reply);
-
-/// The first non-empty fenced block's body; nullopt when there is none.
-std::optional<std::string> ExtractFirstCodeBlock(const std::string& reply);
+// Fenced blocks: the SDK's reader (accelopt/sdk/code_blocks.hpp), shared with the FlashInfer loop.
+using accelopt::sdk::ExtractCodeBlocks;
+using accelopt::sdk::ExtractFirstCodeBlock;
+using accelopt::sdk::FencedBlock;
+using accelopt::sdk::FencedBlocks;
 
 /// The kernel module of an executor or fixer reply: the first block that
 /// defines something (a line starting with `def `, `@` or `import`/`from`), else

@@ -1,13 +1,15 @@
 """Plugins share the SDK's helpers instead of keeping copies (issue 40, item 3):
 reading a file (ReadText), a number field (Number), fixed decimals (Fixed), a
-parallel for-loop (ParallelFor), a list parameter (ListParam) and the rule that a
-screened record is no result (ValidatedForResult) are defined once, in host/include/accelopt/sdk/,
+parallel for-loop (ParallelFor), a list parameter (ListParam), the rule that a
+screened record is no result (ValidatedForResult), the fenced code blocks of an LLM reply
+(FencedBlocks, ExtractFirstCodeBlock) and a speedup's noise interval (EstimateSpeedup) are defined once, in host/include/accelopt/sdk/,
 and no file under plugins/ defines its own (docs/plugins.md, "Numbers and fan-out")."""
 import os
 import re
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-HELPERS = ("ReadText", "Number", "NumberField", "Fixed", "ParallelFor", "ListParam", "ListOf", "ValidatedForResult")
+HELPERS = ("ReadText", "Number", "NumberField", "Fixed", "ParallelFor", "ListParam", "ListOf", "ValidatedForResult",
+           "FencedBlocks", "ExtractCodeBlocks", "ExtractFirstCodeBlock", "EstimateSpeedup")
 # A definition or declaration: a return type, the name, "(" at the start of a line.
 DEFINITION = re.compile(r"^\s*(?:static\s+|inline\s+)*[A-Za-z_][\w:<>,]*[\s*&]+(" + "|".join(HELPERS) + r")\s*\(")
 
@@ -34,7 +36,8 @@ def test_no_plugin_defines_its_own_copy_of_an_sdk_helper():
 
 def test_each_helper_is_defined_once_in_the_sdk():
     sdk = os.path.join(REPO, "host", "include", "accelopt", "sdk")
-    counts = {name: 0 for name in ("ReadText", "Number", "Fixed", "ParallelFor", "ListParam", "ValidatedForResult")}
+    counts = {name: 0 for name in ("ReadText", "Number", "Fixed", "ParallelFor", "ListParam", "ValidatedForResult",
+                                   "FencedBlocks", "ExtractCodeBlocks", "ExtractFirstCodeBlock", "EstimateSpeedup")}
     for name in os.listdir(sdk):
         with open(os.path.join(sdk, name), encoding="utf-8") as handle:
             for line in handle:
@@ -52,7 +55,8 @@ def test_the_scanner_sees_the_forms_the_copies_had():
                  "void ParallelFor(size_t n, int threads, const std::function<void(size_t)>& fn);",
                  "static std::optional<double> Number(const json& o, const std::string& k) {",
                  "json ListOf(const json& value, const std::string& key) {",
-                 "bool ValidatedForResult(const json& record);"):
+                 "bool ValidatedForResult(const json& record);",
+                 "std::optional<std::string> ExtractFirstCodeBlock(const std::string& reply) {"):
         assert _offenders(line, "x.cc"), line
     for line in ("  return Fixed(value, 2);", "  const auto n = Number(row, \"latency\");",
                  "using accelopt::sdk::Fixed;", "  out += Fixed(x) + \"x\";"):
