@@ -93,10 +93,12 @@ json Trial(accelopt::sdk::StageContext& ctx, const Config& c, json arg) {
 }
 
 // FIB's Evaluation of one (solution, workload) from its trial verdicts.
-// `trial_ms` (when given) receives each passed trial's median, the repeats fib_select's
-// noise-aware speedups need (docs/optimize.md, "Noise-aware speedups").
+// `trial_ms` (when given) receives each passed trial's median and `samples_ms` every timed call
+// of them, the repeats fib_select's noise-aware speedups need (docs/optimize.md, "Noise-aware
+// speedups").
 fib::Evaluation Aggregate(const std::vector<json>& verdicts, double reference_ms, const fib::Environment& env,
-                          const std::string& timing_text, const json& seeds, std::vector<double>* trial_ms = nullptr) {
+                          const std::string& timing_text, const json& seeds, std::vector<double>* trial_ms = nullptr,
+                          std::vector<double>* samples_ms = nullptr) {
   fib::Evaluation e;
   e.environment = env;
   e.timestamp = IsoNow();
@@ -121,6 +123,9 @@ fib::Evaluation Aggregate(const std::vector<json>& verdicts, double reference_ms
       break;
     }
     medians.push_back(Num(v.value("median_ms", json(0.0))));
+    if (samples_ms)
+      for (const auto& x : v.value("samples_ms", json::array()))
+        if (x.is_number()) samples_ms->push_back(x.get<double>());
   }
   e.status = status;
   log += (log.empty() ? "" : "\n") + timing_text;
@@ -281,7 +286,7 @@ json RunFibEvaluate(accelopt::sdk::StageContext& ctx) {
       ctx.Progress(done++, total, definition.name + " " + solution.name);
       const std::string& lang = solution.spec.language;
       std::optional<fib::Evaluation> evaluation;
-      std::vector<double> trial_ms;  // the passed trials' medians (repeats for the noise estimate)
+      std::vector<double> trial_ms, samples_ms;  // the passed trials' medians and timed calls (noise estimate)
       if (lang == "python") {
         std::vector<json> verdicts;
         json sol = ToJson(fib::ToJson(solution));
@@ -292,7 +297,7 @@ json RunFibEvaluate(accelopt::sdk::StageContext& ctx) {
           verdicts.push_back(v);
           if (v.value("status", "") != "PASSED") break;
         }
-        evaluation = Aggregate(verdicts, ref_ms, env, cpu_text, open["seeds"], &trial_ms);
+        evaluation = Aggregate(verdicts, ref_ms, env, cpu_text, open["seeds"], &trial_ms, &samples_ms);
       } else if (lang == "cuda" || lang == "cpp") {
         std::string hash = solution.Hash();
         if (!builds.done.count(hash)) {
@@ -327,7 +332,7 @@ json RunFibEvaluate(accelopt::sdk::StageContext& ctx) {
             std::vector<json> verdicts = run.value("verdicts", json::array()).get<std::vector<json>>();
             std::string text = TimingText(c, open, "CUDA driver API (" + probe.value("name", std::string("GPU")) +
                                                        "), CUDA events around each call, L2 flushed (2 x L2) before it");
-            evaluation = Aggregate(verdicts, 0.0, env, text, open["seeds"], &trial_ms);
+            evaluation = Aggregate(verdicts, 0.0, env, text, open["seeds"], &trial_ms, &samples_ms);
             if (evaluation->correctness) evaluation->correctness->extra["timing_method"] = "cuda_events";
             evaluation->environment.hardware = probe.value("name", env.hardware);
           }
@@ -344,7 +349,7 @@ json RunFibEvaluate(accelopt::sdk::StageContext& ctx) {
           std::vector<json> verdicts = run.value("verdicts", json::array()).get<std::vector<json>>();
           std::string text = TimingText(c, open, "Triton in the GPU machine's python3 (" + run.value("hardware", std::string("GPU")) +
                                                      "), CUDA events around each call, L2 flushed before it");
-          evaluation = Aggregate(verdicts, Num(run.value("reference_latency_ms", json(0.0))), env, text, open["seeds"], &trial_ms);
+          evaluation = Aggregate(verdicts, Num(run.value("reference_latency_ms", json(0.0))), env, text, open["seeds"], &trial_ms, &samples_ms);
           if (evaluation->correctness) evaluation->correctness->extra["timing_method"] = "cuda_events";
           if (run.contains("environment")) evaluation->environment = EnvironmentFrom(run["environment"]);
         }
@@ -366,6 +371,7 @@ json RunFibEvaluate(accelopt::sdk::StageContext& ctx) {
         row["reference_latency_ms"] = evaluation->performance->reference_latency_ms;
         row["speedup_factor"] = evaluation->performance->speedup_factor;
         row["trial_latency_ms"] = trial_ms;
+        row["samples_ms"] = samples_ms;
       }
       results.push_back(row);
       ctx.Info(definition.name + " " + workload.uuid.substr(0, 8) + " " + solution.name + ": " + evaluation->status +

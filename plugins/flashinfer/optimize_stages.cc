@@ -24,6 +24,7 @@
 
 #include "accelopt/sdk/code_blocks.hpp"
 #include "accelopt/sdk/numbers.hpp"
+#include "accelopt/sdk/prompts.hpp"
 #include "accelopt/sdk/speedup.hpp"
 
 namespace accelopt_fib_plugin {
@@ -31,22 +32,13 @@ namespace fs = std::filesystem;
 using accelopt::sdk::StageFailure;
 namespace {
 
-// --- Prompts (AccelOpt's prompts/flb: plain {name} replacement) ------------
+// --- Prompts: prompts/fib/*.mustache through the SDK's renderer (docs/prompts.md) ------
 
 std::string ReadPrompt(const std::string& dir, const std::string& name) {
   fs::path path = fs::path(dir) / name;
   std::ifstream in(path);
-  if (!in) throw StageFailure("config_error", "prompt template " + path.string() + " is missing");
+  if (!in) throw StageFailure("config_error", "prompt file " + path.string() + " is missing");
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-std::string Fill(std::string text, const std::map<std::string, std::string>& values) {
-  for (const auto& [key, value] : values) {
-    std::string slot = "{" + key + "}";
-    for (size_t at = text.find(slot); at != std::string::npos; at = text.find(slot, at + value.size()))
-      text.replace(at, slot.size(), value);
-  }
-  return text;
 }
 
 // The target language's facts: <prompts>/facts_<language>.txt.
@@ -269,8 +261,8 @@ json RunFibPlan(accelopt::sdk::StageContext& ctx) {
   const int plans = static_cast<int>(ctx.Param<int64_t>("plans_per_candidate"));
   const int64_t seed = ctx.Param<int64_t>("seed") + 1000 * ctx.Param<int64_t>("iteration");
   const std::string facts = Facts(prompts, language);
-  const std::string system = Fill(ReadPrompt(prompts, "planner_system.txt"), {{"language_facts", facts}, {"language", language}});
-  const std::string user_template = ReadPrompt(prompts, "planner_user.txt");
+  const accelopt::sdk::Prompts templates(prompts);
+  const std::string system = templates.Render("planner_system", {{"language_facts", facts}, {"language", language}});
   Llm llm{ctx, ctx.Param<std::string>("llm"), ctx.With()};
   struct Job {
     json candidate;
@@ -286,10 +278,10 @@ json RunFibPlan(accelopt::sdk::StageContext& ctx) {
   auto replies = Parallel<json>(jobs.size(), static_cast<int>(ctx.Param<int64_t>("max_concurrency")), [&](size_t k) -> json {
     const auto& job = jobs[k];
     fib::Definition d = ItemDefinition(job.candidate["item"]);
-    std::string user = Fill(user_template, {{"definition_str", FormatDefinition(d)},
-                                            {"kernel_code", EntrySource(job.candidate["solution"])},
-                                            {"profile", "latency: " + std::to_string(job.candidate.value("latency_ms", 0.0)) + "\n"},
-                                            {"language", language}});
+    std::string user = templates.Render("planner_user", {{"definition_str", FormatDefinition(d)},
+                                                         {"kernel_code", EntrySource(job.candidate["solution"])},
+                                                         {"profile", "latency: " + std::to_string(job.candidate.value("latency_ms", 0.0)) + "\n"},
+                                                         {"language", language}});
     std::string sys = SystemWithMemory(system, ctx.Param<json>("memory"), job.candidate.value("case", ""),
                                        static_cast<int>(ctx.Param<int64_t>("max_experiences")));
     try {
@@ -331,9 +323,8 @@ json RunFibExecute(accelopt::sdk::StageContext& ctx) {
   const int64_t iteration = ctx.Param<int64_t>("iteration");
   const int64_t seed = ctx.Param<int64_t>("seed") + 1000 * iteration + 500;
   const std::string model = Sanitize(ctx.Param<std::string>("model"));
-  const std::string system = Fill(ReadPrompt(prompts, "executor_system.txt"),
-                                  {{"language_facts", Facts(prompts, language)}, {"language", language}});
-  const std::string user_template = ReadPrompt(prompts, "executor_user.txt");
+  const accelopt::sdk::Prompts templates(prompts);
+  const std::string system = templates.Render("executor_system", {{"language_facts", Facts(prompts, language)}, {"language", language}});
   Llm llm{ctx, ctx.Param<std::string>("llm"), ctx.With()};
   struct Job {
     json plan;
@@ -348,10 +339,10 @@ json RunFibExecute(accelopt::sdk::StageContext& ctx) {
   auto replies = Parallel<json>(jobs.size(), static_cast<int>(ctx.Param<int64_t>("max_concurrency")), [&](size_t k) -> json {
     const json& parent = jobs[k].plan["parent"];
     fib::Definition d = ItemDefinition(parent["item"]);
-    std::string user = Fill(user_template, {{"problem_code", FormatDefinition(d)},
-                                            {"kernel_code", EntrySource(parent["solution"])},
-                                            {"optimization_plan", jobs[k].plan.value("plan", "")},
-                                            {"language", language}});
+    std::string user = templates.Render("executor_user", {{"problem_code", FormatDefinition(d)},
+                                                          {"kernel_code", EntrySource(parent["solution"])},
+                                                          {"optimization_plan", jobs[k].plan.value("plan", "")},
+                                                          {"language", language}});
     try {
       return {{"reply", llm.Chat(system, user, seed + static_cast<int64_t>(k), jobs[k].plan.value("case", ""))}};
     } catch (const StageFailure& failure) {
@@ -401,6 +392,7 @@ json RunFibExecute(accelopt::sdk::StageContext& ctx) {
                           {"solution_path", file.string()}, {"parent", parent.value("id", "")},
                           {"parent_solution", parent["solution"]}, {"parent_latency_ms", parent.value("latency_ms", 0.0)},
                           {"parent_trials_ms", parent.value("trials_ms", json::array())},
+                          {"parent_samples_ms", parent.value("samples_ms", json::array())},
                           {"plan_index", plan.value("index", 0)}, {"sample", jobs[k].sample}, {"plan", plan.value("plan", "")}});
   }
   accelopt::sdk::WriteJsonFile(fs::path(ctx.StageDir()) / "executor_results.json", {{"candidates", candidates}, {"failures", failures}});
@@ -411,21 +403,40 @@ json RunFibExecute(accelopt::sdk::StageContext& ctx) {
 
 namespace {
 
-// One evaluated solution: its status, its mean latency over the workloads, and its repeats
-// (per trial, the mean over the workloads of that trial's median; empty when the workloads
-// ran different numbers of trials).
+// One evaluated solution: its status, its mean latency over the workloads, and its repeats:
+// per trial the mean over the workloads of that trial's median (`trials_ms`), and per timed
+// call the mean over the workloads of that call (`samples_ms`, the noise estimate's data);
+// either is empty when the workloads ran different numbers of them.
 struct Scored {
   std::string status;
   double latency_ms = 0;
-  std::vector<double> trials_ms;
+  std::vector<double> trials_ms, samples_ms;
 };
+
+// Element-wise mean of equally long lists; empty when the lengths differ or there are none.
+std::vector<double> MeanAcross(const std::vector<std::vector<double>>& lists) {
+  const size_t n = lists.empty() ? 0 : lists.front().size();
+  for (const auto& l : lists)
+    if (l.size() != n) return {};
+  std::vector<double> out(n, 0.0);
+  for (const auto& l : lists)
+    for (size_t k = 0; k < n; ++k) out[k] += l[k] / lists.size();
+  return out;
+}
+
+std::vector<double> Numbers(const json& list) {
+  std::vector<double> out;
+  for (const auto& v : list.is_array() ? list : json::array())
+    if (v.is_number()) out.push_back(v.get<double>());
+  return out;
+}
 
 std::map<std::string, Scored> ScoreResults(const json& results) {
   std::map<std::string, Scored> scored;
   for (const auto& r : results.is_array() ? results : json::array()) {
     if (!r.is_object()) continue;
     std::map<std::string, std::vector<double>> lat;
-    std::map<std::string, std::vector<std::vector<double>>> trials;
+    std::map<std::string, std::vector<std::vector<double>>> trials, samples;
     std::map<std::string, std::string> status;
     for (const auto& row : r.value("results", json::array())) {
       std::string name = row.value("solution", "");
@@ -433,10 +444,8 @@ std::map<std::string, Scored> ScoreResults(const json& results) {
       if (!status.count(name) || s != "PASSED") status[name] = status.count(name) && status[name] != "PASSED" ? status[name] : s;
       if (s != "PASSED") continue;
       lat[name].push_back(row.value("latency_ms", 0.0));
-      std::vector<double> t;
-      for (const auto& v : row.value("trial_latency_ms", json::array()))
-        if (v.is_number()) t.push_back(v.get<double>());
-      trials[name].push_back(t);
+      trials[name].push_back(Numbers(row.value("trial_latency_ms", json::array())));
+      samples[name].push_back(Numbers(row.value("samples_ms", json::array())));
     }
     for (const auto& [name, s] : status) {
       Scored entry;
@@ -444,32 +453,35 @@ std::map<std::string, Scored> ScoreResults(const json& results) {
       const auto& l = lat[name];
       for (double v : l) entry.latency_ms += v;
       if (!l.empty()) entry.latency_ms /= l.size();
-      const auto& per_workload = trials[name];
-      const size_t n = per_workload.empty() ? 0 : per_workload.front().size();
-      bool same = n > 0;
-      for (const auto& t : per_workload) same = same && t.size() == n;
-      if (same) {
-        entry.trials_ms.assign(n, 0.0);
-        for (const auto& t : per_workload)
-          for (size_t k = 0; k < n; ++k) entry.trials_ms[k] += t[k] / per_workload.size();
-      }
+      entry.trials_ms = MeanAcross(trials[name]);
+      entry.samples_ms = MeanAcross(samples[name]);
       scored[name] = entry;
     }
   }
   return scored;
 }
 
-std::vector<double> Repeats(const json& object, const std::string& key) {
+// The repeated measurements of a record under `prefix` ("", "parent_", "baseline_"): every timed
+// call (`<prefix>samples_ms`) when both sides have them, else the trials' medians.
+std::vector<double> Positive(const json& object, const std::string& key) {
   std::vector<double> out;
-  for (const auto& v : object.value(key, json::array()))
-    if (v.is_number() && v.get<double>() > 0) out.push_back(v.get<double>());
+  for (double v : Numbers(object.value(key, json::array())))
+    if (v > 0) out.push_back(v);
   return out;
+}
+
+std::pair<std::vector<double>, std::vector<double>> Repeats(const json& before, const std::string& before_prefix, const json& after,
+                                                            const std::string& after_prefix) {
+  auto b = Positive(before, before_prefix + "samples_ms"), a = Positive(after, after_prefix + "samples_ms");
+  if (b.size() >= 2 && a.size() >= 2) return {b, a};
+  return {Positive(before, before_prefix + "trials_ms"), Positive(after, after_prefix + "trials_ms")};
 }
 
 // The interval of `after` over `before` as record fields: speedup_ci (null when the noise is
 // unknown) and noise: faster | slower | within | unmeasured.
-accelopt::sdk::SpeedupInterval Compare(const std::vector<double>& before, const std::vector<double>& after, double confidence,
+accelopt::sdk::SpeedupInterval Compare(const std::pair<std::vector<double>, std::vector<double>>& repeats, double confidence,
                                        json& record, const std::string& prefix) {
+  const auto& [before, after] = repeats;
   accelopt::sdk::SpeedupInterval interval;
   if (!before.empty() && !after.empty()) interval = accelopt::sdk::EstimateSpeedup(before, after, confidence);
   record[prefix + "speedup_ci"] = interval.measured ? json::array({interval.low, interval.high}) : json(nullptr);
@@ -498,16 +510,17 @@ json RunFibSelect(accelopt::sdk::StageContext& ctx) {
     bool passed = it != scored.end() && it->second.status == "PASSED" && it->second.latency_ms > 0;
     c["latency_ms"] = passed ? json(it->second.latency_ms) : json(nullptr);
     c["trials_ms"] = passed ? json(it->second.trials_ms) : json::array();
+    c["samples_ms"] = passed ? json(it->second.samples_ms) : json::array();
     double parent = c.value("parent_latency_ms", 0.0);
     if (passed && parent > 0) {
       c["speedup"] = parent / it->second.latency_ms;
-      unmeasured |= !Compare(Repeats(c, "parent_trials_ms"), it->second.trials_ms, confidence, c, "").measured;
+      unmeasured |= !Compare(Repeats(c, "parent_", c, ""), confidence, c, "").measured;
     }
     records.push_back(c);
     if (passed) by_case[c.value("case", "")].push_back(c);
   }
   if (unmeasured)
-    ctx.Warn("a speedup without two repeats on each side is not accepted as beyond the noise (trials >= 2 measure it; "
+    ctx.Warn("a speedup without two repeats on each side is not accepted as beyond the noise (timed calls or trials measure it; "
              "docs/optimize.md, \"Noise-aware speedups\")");
   // The next beam: per case the beam_width fastest passing candidates; a case
   // without any keeps its current beam members (AccelOpt counts a failed sample
@@ -538,7 +551,7 @@ json RunFibSelect(accelopt::sdk::StageContext& ctx) {
     bool replace = !best.contains(cs);
     if (!replace && top["solution"].value("name", "") != best[cs]["solution"].value("name", "")) {
       json probe = json::object();
-      replace = Compare(Repeats(best[cs], "trials_ms"), Repeats(top, "trials_ms"), confidence, probe, "").Faster();
+      replace = Compare(Repeats(best[cs], "", top, ""), confidence, probe, "").Faster();
       if (!replace && top.value("latency_ms", 1e300) < best[cs].value("latency_ms", 1e300))
         ctx.Info(cs + ": " + top["solution"].value("name", "") + " is not the new best: its gain over " +
                  best[cs]["solution"].value("name", "") + " is within the measured noise (" + probe["noise"].get<std::string>() + ")");
@@ -549,7 +562,8 @@ json RunFibSelect(accelopt::sdk::StageContext& ctx) {
       const bool first = !best.contains(cs);
       b["baseline_latency_ms"] = first ? top.value("latency_ms", 0.0) : best[cs].value("baseline_latency_ms", top.value("latency_ms", 0.0));
       b["baseline_trials_ms"] = first ? top.value("trials_ms", json::array()) : best[cs].value("baseline_trials_ms", json::array());
-      Compare(Repeats(b, "baseline_trials_ms"), Repeats(b, "trials_ms"), confidence, b, "baseline_");
+      b["baseline_samples_ms"] = first ? top.value("samples_ms", json::array()) : best[cs].value("baseline_samples_ms", json::array());
+      Compare(Repeats(b, "baseline_", b, ""), confidence, b, "baseline_");
       best[cs] = b;
     }
   }
@@ -618,8 +632,8 @@ json RunFibSummarize(accelopt::sdk::StageContext& ctx) {
   std::vector<json> chosen;
   for (size_t i = 0; i < positive.size() && chosen.size() < top_k / 2; ++i) chosen.push_back(positive[i]);
   for (size_t i = 0; i < negative.size() && chosen.size() < top_k; ++i) chosen.push_back(negative[i]);
-  const std::string system = Fill(ReadPrompt(prompts, "summarizer_system.txt"), {{"language", language}});
-  const std::string user_template = ReadPrompt(prompts, "summarizer_user.txt");
+  const accelopt::sdk::Prompts templates(prompts);
+  const std::string system = templates.Render("summarizer_system", {{"language", language}});
   Llm llm{ctx, ctx.Param<std::string>("llm"), ctx.With()};
   auto replies = Parallel<json>(chosen.size(), static_cast<int>(ctx.Param<int64_t>("max_concurrency")), [&](size_t k) -> json {
     const json& r = chosen[k];
@@ -627,7 +641,7 @@ json RunFibSummarize(accelopt::sdk::StageContext& ctx) {
     std::string candidate = EntrySource(r["solution"]), parent = EntrySource(r.value("parent_solution", r["solution"]));
     std::string slow = s >= 1 ? parent : candidate, fast = s >= 1 ? candidate : parent;
     // AccelOpt never fills {speedup}; here it is filled (flashinfer-facts §3.5 quirk, fixed).
-    std::string user = Fill(user_template, {{"slow_kernel", slow}, {"fast_kernel", fast}, {"speedup", std::to_string(std::max(s, 1 / s))}});
+    std::string user = templates.Render("summarizer_user", {{"slow_kernel", slow}, {"fast_kernel", fast}, {"speedup", std::to_string(std::max(s, 1 / s))}});
     try {
       return {{"reply", llm.Chat(system, user, 7000 + static_cast<int64_t>(k), r.value("case", ""))}};
     } catch (const StageFailure& failure) {

@@ -58,7 +58,7 @@ constexpr const char* kEvaluateOutputs = R"JSON({
   "definition": {"type": "string", "doc": "the definition"},
   "op_type": {"type": "string", "doc": "its op_type"},
   "baseline_solution": {"type": "any", "doc": "the `baseline` author's solution, or null"},
-  "results": {"type": "array", "doc": "per (solution, workload): solution, author, language, workload, status, latency_ms (the mean of the trials), reference_latency_ms, speedup_factor, trial_latency_ms (each trial's median, ms)"},
+  "results": {"type": "array", "doc": "per (solution, workload): solution, author, language, workload, status, latency_ms (the mean of the trials), reference_latency_ms, speedup_factor, trial_latency_ms (each trial's median, ms), samples_ms (every timed call of the passed trials, ms)"},
   "skipped": {"type": "array", "doc": "workloads without traces (inputs could not be built, or the reference failed) and why"},
   "not_run": {"type": "array", "doc": "(solution, workload) pairs without a trace and why, e.g. not run: no device"},
   "trace_files": {"type": "array", "doc": "the JSONL files the traces were appended to"},

@@ -16,7 +16,7 @@
 
 #include "accelopt/plugin_sdk.hpp"
 #include "llm_caller.h"
-#include "prompt_templates.h"
+#include "accelopt/sdk/prompts.hpp"
 #include "reply_parse.h"
 #include "source_text.h"
 #include "stage_files.h"
@@ -26,6 +26,8 @@ namespace accelopt_optimize {
 using nlohmann::json;
 using accelopt::sdk::StageContext;
 using accelopt::sdk::StageFailure;
+/// accelopt/sdk/prompts.hpp: the mustache templates of a prompts folder.
+using accelopt::sdk::Prompts;
 
 // ---- parameter shapes ---------------------------------------------------------
 
@@ -46,8 +48,7 @@ json ErrorJson(const std::exception& error, const std::string& default_kind = "s
 /// accelopt/sdk/records.hpp: false for a "screened" record (not confirmed on every seed).
 using accelopt::sdk::ValidatedForResult;
 
-/// `value` with `digits` significant figures, trailing zeros dropped, no exponent
-/// between 1e-4 and 1e9 ("0.04692", "223.8", "1.5", "0"); exponent form outside.
-std::string Significant(double value, int digits = 4);
+/// accelopt/sdk/numbers.hpp: significant figures for prompts and reports.
+using accelopt::sdk::Significant;
 
 }  // namespace accelopt_optimize

@@ -124,3 +124,28 @@ TEST_CASE("fib_summarize: only speedups beyond the noise become lessons", "[flas
   CHECK(out["items"][0]["id"] == "fast");
   CHECK(llm.Requests().size() == 1);
 }
+
+TEST_CASE("fib_select: timed calls are the repeats when both sides have them", "[flashinfer][noise]") {
+  TempDir dir;
+  // Two trials whose medians disagree (0.5 and 0.9 ms: within the trials' noise at n = 2), but
+  // 20 timed calls a side, all clearly below the parent's 20 calls around 1 ms.
+  json candidate = Candidate("calls");
+  std::vector<double> parent_calls, calls;
+  for (int k = 0; k < 20; ++k) {
+    parent_calls.push_back(1.0 + 0.01 * (k % 5));
+    calls.push_back(k < 10 ? 0.5 + 0.01 * (k % 3) : 0.9 + 0.01 * (k % 3));
+  }
+  candidate["parent_samples_ms"] = parent_calls;
+  json evaluated = Evaluated("calls", {0.5, 0.9});
+  evaluated["results"][0]["samples_ms"] = calls;
+  json trials_only = Select(json::array({Candidate("calls")}), json::array({Evaluated("calls", {0.5, 0.9})}), dir.path() / "a");
+  CHECK((*Record(trials_only, "calls"))["noise"] == "within");
+  json out = Select(json::array({candidate}), json::array({evaluated}), dir.path() / "b");
+  const json* r = Record(out, "calls");
+  REQUIRE(r);
+  CHECK((*r)["noise"] == "faster");
+  CHECK((*r)["samples_ms"].size() == 20);
+  // The best is compared on calls too: it has none here, so its trials decide (p0: 1.0 +- 2 %),
+  // and 0.5 / 0.9 is within those.
+  CHECK(out["best"]["d"]["id"] == "p0");
+}

@@ -2,14 +2,16 @@
 reading a file (ReadText), a number field (Number), fixed decimals (Fixed), a
 parallel for-loop (ParallelFor), a list parameter (ListParam), the rule that a
 screened record is no result (ValidatedForResult), the fenced code blocks of an LLM reply
-(FencedBlocks, ExtractFirstCodeBlock) and a speedup's noise interval (EstimateSpeedup) are defined once, in host/include/accelopt/sdk/,
+(FencedBlocks, ExtractFirstCodeBlock), a speedup's noise interval (EstimateSpeedup), significant
+figures (Significant) and prompt templating (accelopt::sdk::Prompts; no plugin keeps a `Fill` of
+its own) are defined once, in host/include/accelopt/sdk/,
 and no file under plugins/ defines its own (docs/plugins.md, "Numbers and fan-out")."""
 import os
 import re
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 HELPERS = ("ReadText", "Number", "NumberField", "Fixed", "ParallelFor", "ListParam", "ListOf", "ValidatedForResult",
-           "FencedBlocks", "ExtractCodeBlocks", "ExtractFirstCodeBlock", "EstimateSpeedup")
+           "FencedBlocks", "ExtractCodeBlocks", "ExtractFirstCodeBlock", "EstimateSpeedup", "Significant", "Fill")
 # A definition or declaration: a return type, the name, "(" at the start of a line.
 DEFINITION = re.compile(r"^\s*(?:static\s+|inline\s+)*[A-Za-z_][\w:<>,]*[\s*&]+(" + "|".join(HELPERS) + r")\s*\(")
 
@@ -37,7 +39,7 @@ def test_no_plugin_defines_its_own_copy_of_an_sdk_helper():
 def test_each_helper_is_defined_once_in_the_sdk():
     sdk = os.path.join(REPO, "host", "include", "accelopt", "sdk")
     counts = {name: 0 for name in ("ReadText", "Number", "Fixed", "ParallelFor", "ListParam", "ValidatedForResult",
-                                   "FencedBlocks", "ExtractCodeBlocks", "ExtractFirstCodeBlock", "EstimateSpeedup")}
+                                   "FencedBlocks", "ExtractCodeBlocks", "ExtractFirstCodeBlock", "EstimateSpeedup", "Significant", "Fill")}
     for name in os.listdir(sdk):
         with open(os.path.join(sdk, name), encoding="utf-8") as handle:
             for line in handle:

@@ -150,6 +150,8 @@ def run_cuda(arg):
                                if isinstance(value, torch.Tensor) and os.path.exists(path) else None)
         verdict = _judge(session, trial, first if len(first) > 1 else first[0], after if len(after) > 1 else after[0],
                          input_after, reply.get("median_ms"), log)
+        if verdict.get("status") == T.PASSED:
+            verdict["samples_ms"] = reply.get("samples_ms") or []  # every timed call (noise-aware speedups)
         verdicts.append(verdict)
         if verdict["status"] != T.PASSED:
             break
@@ -273,6 +275,8 @@ def run_triton(arg):
             verdicts.append({"status": status, "trial": trial, "log": (log + "\n" if log else "") + reply.get("message", "")})
             break
         verdict = _judge(session, trial, first, after, input_after, reply.get("median_ms"), log)
+        if verdict.get("status") == T.PASSED:
+            verdict["samples_ms"] = reply.get("samples_ms") or []  # every timed call (noise-aware speedups)
         verdicts.append(verdict)
         if verdict["status"] != T.PASSED:
             break

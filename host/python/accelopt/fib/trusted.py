@@ -370,7 +370,7 @@ def _finish(verdict, session, trial, role, outcome, blobs):
     elif session["timing"]["iterations"] > 0:
         raise Verdict(RUNTIME_ERROR, "the worker returned no outputs of the timed calls")
     verdict.update(status=PASSED, max_absolute_error=max_abs, max_relative_error=max_rel, matched_ratio=ratio,
-                   median_ms=result.get("median_ms"))
+                   median_ms=result.get("median_ms"), samples_ms=result.get("samples_ms") or [])
 
 
 def json_safe(value):
