@@ -39,7 +39,8 @@ def test_no_plugin_defines_its_own_copy_of_an_sdk_helper():
 def test_each_helper_is_defined_once_in_the_sdk():
     sdk = os.path.join(REPO, "host", "include", "accelopt", "sdk")
     counts = {name: 0 for name in ("ReadText", "Number", "Fixed", "ParallelFor", "ListParam", "ValidatedForResult",
-                                   "FencedBlocks", "ExtractCodeBlocks", "ExtractFirstCodeBlock", "EstimateSpeedup", "Significant", "Fill")}
+                                   "FencedBlocks", "ExtractCodeBlocks", "ExtractFirstCodeBlock", "EstimateSpeedup",
+                                   "Significant")}
     for name in os.listdir(sdk):
         with open(os.path.join(sdk, name), encoding="utf-8") as handle:
             for line in handle:
