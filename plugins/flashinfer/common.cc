@@ -5,8 +5,12 @@
 
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
+#include <stdexcept>
 
 namespace accelopt_fib_plugin {
+namespace fs = std::filesystem;
+using accelopt::sdk::StageFailure;
 
 json ToJson(const fib::ojson& value) { return json::parse(value.dump(-1, ' ', false, fib::ojson::error_handler_t::replace)); }
 
@@ -98,6 +102,29 @@ std::vector<std::string> ProblemLines(const fib::Problems& problems, bool errors
                   (p.level == fib::Problem::kError ? "" : "warning: ") + p.message);
   }
   return out;
+}
+
+std::string EntrySource(const json& solution) {
+  std::string entry = solution["spec"].value("entry_point", "main.py::run");
+  std::string file = entry.substr(0, entry.find("::"));
+  for (const auto& s : solution.value("sources", json::array()))
+    if (s.value("path", "") == file) return s.value("content", "");
+  return solution["sources"].empty() ? "" : solution["sources"][0].value("content", "");
+}
+
+// See common.h. The solution's entry source as a file of its own, <stage dir>/kernels/<name>.py (.cu): what
+// the search stages hash into a state (accelopt.search.canon: two replies that differ only in
+// comments or names are one state). Returns its path.
+std::string WriteKernelSource(const accelopt::sdk::StageContext& ctx, const json& solution) {
+  const bool cuda = solution.value("spec", json::object()).value("language", "") == "cuda";
+  fs::path file;
+  try {
+    file = fs::path(ctx.StageDir()) / "kernels" / (fib::PathComponent(solution.value("name", std::string()), "solution.name") + (cuda ? ".cu" : ".py"));
+  } catch (const std::invalid_argument& error) {
+    throw StageFailure("config_error", error.what());
+  }
+  accelopt::sdk::WriteFile(file, EntrySource(solution));
+  return file.string();
 }
 
 }  // namespace accelopt_fib_plugin

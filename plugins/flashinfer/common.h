@@ -41,4 +41,13 @@ std::vector<std::string> StringList(const json& value);
 /// Problems as "file: field: message" lines.
 std::vector<std::string> ProblemLines(const fib::Problems& problems, bool errors_only);
 
+/// The source of a Solution's entry point file (main.py of main.py::run); the first source
+/// when no file matches.
+std::string EntrySource(const json& solution);
+
+/// The solution's entry source written as <stage dir>/kernels/<name>.py (.cu for cuda), the
+/// file the search stages hash into a state (accelopt.search.canon); returns its path.
+/// Throws StageFailure(config_error) for a name that is no path component.
+std::string WriteKernelSource(const accelopt::sdk::StageContext& ctx, const json& solution);
+
 }  // namespace accelopt_fib_plugin

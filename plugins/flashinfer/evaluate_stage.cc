@@ -366,6 +366,7 @@ json RunFibEvaluate(accelopt::sdk::StageContext& ctx) {
       by_author[solution.author].push_back(trace);
       json row = {{"solution", solution.name},  {"author", solution.author},   {"language", lang},
                   {"workload", workload.uuid},  {"status", evaluation->status}};
+      if (evaluation->status != "PASSED" && !evaluation->log.empty()) row["log"] = evaluation->log.substr(0, 2000);
       if (evaluation->performance) {
         row["latency_ms"] = evaluation->performance->latency_ms;
         row["reference_latency_ms"] = evaluation->performance->reference_latency_ms;

@@ -19,13 +19,14 @@
 #include <thread>
 
 #include "common.h"
+#include "scoring.h"
 #include "flashinfer/cuda_build.h"
 #include "stages.h"
 
 #include "accelopt/sdk/code_blocks.hpp"
 #include "accelopt/sdk/numbers.hpp"
 #include "accelopt/sdk/prompts.hpp"
-#include "accelopt/sdk/speedup.hpp"
+#include "accelopt/sdk/noise.hpp"
 
 namespace accelopt_fib_plugin {
 namespace fs = std::filesystem;
@@ -79,13 +80,6 @@ std::string FormatDefinition(const fib::Definition& d) {
   return out.str();
 }
 
-std::string EntrySource(const json& solution) {
-  std::string entry = solution["spec"].value("entry_point", "main.py::run");
-  std::string file = entry.substr(0, entry.find("::"));
-  for (const auto& s : solution.value("sources", json::array()))
-    if (s.value("path", "") == file) return s.value("content", "");
-  return solution["sources"].empty() ? "" : solution["sources"][0].value("content", "");
-}
 
 // The first fenced code block of a reply, or "" (the SDK's reader, as the NKI loop's executor),
 // ending with a newline as a source file does.
@@ -114,6 +108,34 @@ std::string Sanitize(std::string text) {
   if (text.empty() || !std::isalnum(static_cast<unsigned char>(text[0]))) text = "m" + text;
   return text;
 }
+
+// The definition a candidate belongs to: `case` (this loop's records) or `case_name` (the
+// search stages' members, plugins/search/search_common.h).
+std::string CaseOf(const json& candidate) { return candidate.value("case", candidate.value("case_name", std::string())); }
+
+// A plan's title: its first non-empty line, at most 80 characters.
+std::string TitleOf(const std::string& text) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t start = line.find_first_not_of(" \t#*-");
+    if (start == std::string::npos) continue;
+    line = line.substr(start);
+    return line.size() > 80 ? line.substr(0, 77) + "..." : line;
+  }
+  return "plan";
+}
+
+// The candidate a plan improves: `parent` (fib_plan's plans) or `candidate` (the search
+// stages' selections, native:mcgs_select).
+const json& PlanParent(const json& plan) { return plan.contains("parent") && plan["parent"].is_object() ? plan["parent"] : plan["candidate"]; }
+
+// A plan's text for the executor: `text` (with native:agent_pick's reflexion context) or `plan`.
+std::string PlanText(const json& plan) {
+  if (plan.contains("text") && plan["text"].is_string() && !plan["text"].get<std::string>().empty()) return plan["text"];
+  return plan.contains("plan") && plan["plan"].is_string() ? plan["plan"].get<std::string>() : std::string();
+}
+
 
 // LLM calls of one stage, at most `limit` in flight; each returns the reply text or throws.
 // `problem` (the definition) is the request's problem for the per-problem spend caps
@@ -172,7 +194,7 @@ std::string CapsText(const json& caps) {
 // (docs/llm.md, "Spend caps"); their search is over.
 std::map<std::string, std::string> Stopped(const accelopt::sdk::StageContext& ctx, const json& items, const char* key) {
   std::set<std::string> cases;
-  for (const auto& item : items) cases.insert(item.value(key, std::string()));
+  for (const auto& item : items) cases.insert(std::string(key) == "case" ? CaseOf(item) : item.value(key, std::string()));
   cases.erase("");
   return ctx.LlmStopped(ctx.Param<std::string>("llm"), std::vector<std::string>(cases.begin(), cases.end()));
 }
@@ -272,7 +294,7 @@ json RunFibPlan(accelopt::sdk::StageContext& ctx) {
   const auto capped = Stopped(ctx, beam, "case");
   std::vector<Job> jobs;
   for (const auto& c : beam) {
-    if (capped.count(c.value("case", ""))) continue;
+    if (capped.count(CaseOf(c))) continue;
     for (int i = 0; i < plans; ++i) jobs.push_back({c, i});
   }
   auto replies = Parallel<json>(jobs.size(), static_cast<int>(ctx.Param<int64_t>("max_concurrency")), [&](size_t k) -> json {
@@ -282,10 +304,10 @@ json RunFibPlan(accelopt::sdk::StageContext& ctx) {
                                                          {"kernel_code", EntrySource(job.candidate["solution"])},
                                                          {"profile", "latency: " + std::to_string(job.candidate.value("latency_ms", 0.0)) + "\n"},
                                                          {"language", language}});
-    std::string sys = SystemWithMemory(system, ctx.Param<json>("memory"), job.candidate.value("case", ""),
+    std::string sys = SystemWithMemory(system, ctx.Param<json>("memory"), CaseOf(job.candidate),
                                        static_cast<int>(ctx.Param<int64_t>("max_experiences")));
     try {
-      return {{"plan", llm.Chat(sys, user, seed + static_cast<int64_t>(k), job.candidate.value("case", ""))}};
+      return {{"plan", llm.Chat(sys, user, seed + static_cast<int64_t>(k), CaseOf(job.candidate))}};
     } catch (const StageFailure& failure) {
       if (failure.kind == kSpendCap) return {{"not_sent", true}};
       return {{"error", failure.kind + ": " + failure.what()}};
@@ -294,7 +316,10 @@ json RunFibPlan(accelopt::sdk::StageContext& ctx) {
   json out = json::array(), failures = json::array();
   int not_sent = 0;
   for (size_t k = 0; k < jobs.size(); ++k) {
-    json entry = {{"case", jobs[k].candidate.value("case", "")}, {"parent", jobs[k].candidate}, {"index", jobs[k].index}};
+    // The plan in both shapes: this loop's (case, parent, index, plan) and the search stages'
+    // (candidate, plan_id, title, text, origin), so native:mcgs_priors and native:agent_pick take it.
+    const json& parent = jobs[k].candidate;
+    json entry = {{"case", CaseOf(parent)}, {"case_name", CaseOf(parent)}, {"parent", parent}, {"index", jobs[k].index}};
     if (replies[k].contains("not_sent")) {
       ++not_sent;
       continue;
@@ -303,7 +328,13 @@ json RunFibPlan(accelopt::sdk::StageContext& ctx) {
       entry["error"] = replies[k].value("error", std::string("empty plan"));
       failures.push_back(entry);
     } else {
-      entry["plan"] = replies[k]["plan"];
+      const std::string text = replies[k]["plan"];
+      entry["plan"] = text;
+      entry["candidate"] = parent;
+      entry["plan_id"] = parent.value("search_node", parent.value("id", std::string("c"))) + "p" + std::to_string(jobs[k].index);
+      entry["title"] = TitleOf(text);
+      entry["text"] = text;
+      entry["origin"] = "llm";
       out.push_back(entry);
     }
   }
@@ -333,18 +364,18 @@ json RunFibExecute(accelopt::sdk::StageContext& ctx) {
   const auto capped = Stopped(ctx, plans, "case");
   std::vector<Job> jobs;
   for (const auto& p : plans) {
-    if (capped.count(p.value("case", ""))) continue;  // spend cap reached: no request for it
+    if (capped.count(CaseOf(p))) continue;  // spend cap reached: no request for it
     for (int j = 0; j < samples; ++j) jobs.push_back({p, j});
   }
   auto replies = Parallel<json>(jobs.size(), static_cast<int>(ctx.Param<int64_t>("max_concurrency")), [&](size_t k) -> json {
-    const json& parent = jobs[k].plan["parent"];
+    const json& parent = PlanParent(jobs[k].plan);
     fib::Definition d = ItemDefinition(parent["item"]);
     std::string user = templates.Render("executor_user", {{"problem_code", FormatDefinition(d)},
                                                           {"kernel_code", EntrySource(parent["solution"])},
-                                                          {"optimization_plan", jobs[k].plan.value("plan", "")},
+                                                          {"optimization_plan", PlanText(jobs[k].plan)},
                                                           {"language", language}});
     try {
-      return {{"reply", llm.Chat(system, user, seed + static_cast<int64_t>(k), jobs[k].plan.value("case", ""))}};
+      return {{"reply", llm.Chat(system, user, seed + static_cast<int64_t>(k), CaseOf(jobs[k].plan))}};
     } catch (const StageFailure& failure) {
       if (failure.kind == kSpendCap) return {{"not_sent", true}};
       return {{"error", failure.kind + ": " + failure.what()}};
@@ -358,13 +389,20 @@ json RunFibExecute(accelopt::sdk::StageContext& ctx) {
       ++not_sent;
       continue;
     }
-    const json& parent = plan["parent"];
+    const json& parent = PlanParent(plan);
+    const std::string case_name = CaseOf(plan).empty() ? CaseOf(parent) : CaseOf(plan);
     std::string id = "i" + std::to_string(iteration) + "_" + parent.value("id", "") + "_p" +
                      std::to_string(plan.value("index", 0)) + "_s" + std::to_string(jobs[k].sample);
+    // What the search stages match the result by (native:mcgs_merge_states: the plan's id).
+    const json plan_ref = {{"plan_id", plan.value("plan_id", std::string())}, {"title", plan.value("title", TitleOf(PlanText(plan)))},
+                           {"index", plan.value("index", 0)}};
     std::string code = replies[k].contains("reply") ? FirstCodeBlock(replies[k]["reply"].get<std::string>()) : "";
     if (code.find_first_not_of(" \n\t") == std::string::npos) {
-      failures.push_back({{"id", id}, {"case", plan.value("case", "")}, {"parent", parent.value("id", "")},
-                          {"error", replies[k].value("error", std::string("No implementation found"))}});
+      const bool no_reply = replies[k].contains("error");
+      failures.push_back({{"id", id}, {"case", case_name}, {"case_name", case_name}, {"parent", parent.value("id", "")},
+                          {"plan", plan_ref},
+                          {"error", {{"kind", no_reply ? "llm_error" : "no_code_block"},
+                                     {"message", replies[k].value("error", std::string("No implementation found"))}}}});
       continue;
     }
     fib::Definition d = ItemDefinition(parent["item"]);
@@ -388,12 +426,18 @@ json RunFibExecute(accelopt::sdk::StageContext& ctx) {
     accelopt::sdk::WriteFile(file, fib::DumpIndented(ToOrdered(solution)));
     json item = parent["item"];
     item["solutions"] = json::array({solution});
-    candidates.push_back({{"id", id}, {"case", plan.value("case", "")}, {"item", item}, {"solution", solution},
-                          {"solution_path", file.string()}, {"parent", parent.value("id", "")},
-                          {"parent_solution", parent["solution"]}, {"parent_latency_ms", parent.value("latency_ms", 0.0)},
-                          {"parent_trials_ms", parent.value("trials_ms", json::array())},
-                          {"parent_samples_ms", parent.value("samples_ms", json::array())},
-                          {"plan_index", plan.value("index", 0)}, {"sample", jobs[k].sample}, {"plan", plan.value("plan", "")}});
+    json candidate = {{"id", id}, {"case", case_name}, {"case_name", case_name}, {"item", item}, {"solution", solution},
+                      {"solution_path", file.string()}, {"kernel", WriteKernelSource(ctx, solution)},
+                      {"parent", parent.value("id", "")},
+                      {"parent_solution", parent["solution"]}, {"parent_latency_ms", parent.value("latency_ms", 0.0)},
+                      {"parent_trials_ms", parent.value("trials_ms", json::array())},
+                      {"parent_samples_ms", parent.value("samples_ms", json::array())},
+                      {"plan_index", plan.value("index", 0)}, {"sample", jobs[k].sample}, {"plan", plan_ref},
+                      {"plan_text", PlanText(plan)}};
+    // The problem's constant fields travel on (the search's and the report's baseline).
+    for (const char* key : {"problem", "baseline_latency_ms", "baseline_trials_ms", "baseline_samples_ms"})
+      if (parent.contains(key)) candidate[key] = parent[key];
+    candidates.push_back(candidate);
   }
   accelopt::sdk::WriteJsonFile(fs::path(ctx.StageDir()) / "executor_results.json", {{"candidates", candidates}, {"failures", failures}});
   ctx.Info("executed " + std::to_string(candidates.size()) + " candidate(s), " + std::to_string(failures.size()) + " without code" +
@@ -401,95 +445,7 @@ json RunFibExecute(accelopt::sdk::StageContext& ctx) {
   return {{"candidates", candidates}, {"failures", failures}, {"not_sent", not_sent}};
 }
 
-namespace {
-
-// One evaluated solution: its status, its mean latency over the workloads, and its repeats:
-// per trial the mean over the workloads of that trial's median (`trials_ms`), and per timed
-// call the mean over the workloads of that call (`samples_ms`, the noise estimate's data);
-// either is empty when the workloads ran different numbers of them.
-struct Scored {
-  std::string status;
-  double latency_ms = 0;
-  std::vector<double> trials_ms, samples_ms;
-};
-
-// Element-wise mean of equally long lists; empty when the lengths differ or there are none.
-std::vector<double> MeanAcross(const std::vector<std::vector<double>>& lists) {
-  const size_t n = lists.empty() ? 0 : lists.front().size();
-  for (const auto& l : lists)
-    if (l.size() != n) return {};
-  std::vector<double> out(n, 0.0);
-  for (const auto& l : lists)
-    for (size_t k = 0; k < n; ++k) out[k] += l[k] / lists.size();
-  return out;
-}
-
-std::vector<double> Numbers(const json& list) {
-  std::vector<double> out;
-  for (const auto& v : list.is_array() ? list : json::array())
-    if (v.is_number()) out.push_back(v.get<double>());
-  return out;
-}
-
-std::map<std::string, Scored> ScoreResults(const json& results) {
-  std::map<std::string, Scored> scored;
-  for (const auto& r : results.is_array() ? results : json::array()) {
-    if (!r.is_object()) continue;
-    std::map<std::string, std::vector<double>> lat;
-    std::map<std::string, std::vector<std::vector<double>>> trials, samples;
-    std::map<std::string, std::string> status;
-    for (const auto& row : r.value("results", json::array())) {
-      std::string name = row.value("solution", "");
-      std::string s = row.value("status", "RUNTIME_ERROR");
-      if (!status.count(name) || s != "PASSED") status[name] = status.count(name) && status[name] != "PASSED" ? status[name] : s;
-      if (s != "PASSED") continue;
-      lat[name].push_back(row.value("latency_ms", 0.0));
-      trials[name].push_back(Numbers(row.value("trial_latency_ms", json::array())));
-      samples[name].push_back(Numbers(row.value("samples_ms", json::array())));
-    }
-    for (const auto& [name, s] : status) {
-      Scored entry;
-      entry.status = s;
-      const auto& l = lat[name];
-      for (double v : l) entry.latency_ms += v;
-      if (!l.empty()) entry.latency_ms /= l.size();
-      entry.trials_ms = MeanAcross(trials[name]);
-      entry.samples_ms = MeanAcross(samples[name]);
-      scored[name] = entry;
-    }
-  }
-  return scored;
-}
-
-// The repeated measurements of a record under `prefix` ("", "parent_", "baseline_"): every timed
-// call (`<prefix>samples_ms`) when both sides have them, else the trials' medians.
-std::vector<double> Positive(const json& object, const std::string& key) {
-  std::vector<double> out;
-  for (double v : Numbers(object.value(key, json::array())))
-    if (v > 0) out.push_back(v);
-  return out;
-}
-
-std::pair<std::vector<double>, std::vector<double>> Repeats(const json& before, const std::string& before_prefix, const json& after,
-                                                            const std::string& after_prefix) {
-  auto b = Positive(before, before_prefix + "samples_ms"), a = Positive(after, after_prefix + "samples_ms");
-  if (b.size() >= 2 && a.size() >= 2) return {b, a};
-  return {Positive(before, before_prefix + "trials_ms"), Positive(after, after_prefix + "trials_ms")};
-}
-
-// The interval of `after` over `before` as record fields: speedup_ci (null when the noise is
-// unknown) and noise: faster | slower | within | unmeasured.
-accelopt::sdk::SpeedupInterval Compare(const std::pair<std::vector<double>, std::vector<double>>& repeats, double confidence,
-                                       json& record, const std::string& prefix) {
-  const auto& [before, after] = repeats;
-  accelopt::sdk::SpeedupInterval interval;
-  if (!before.empty() && !after.empty()) interval = accelopt::sdk::EstimateSpeedup(before, after, confidence);
-  record[prefix + "speedup_ci"] = interval.measured ? json::array({interval.low, interval.high}) : json(nullptr);
-  record[prefix + "noise"] = !interval.measured ? "unmeasured" : interval.Faster() ? "faster" : interval.Slower() ? "slower" : "within";
-  return interval;
-}
-
-}  // namespace
+using accelopt::sdk::Repeats;
 
 json RunFibSelect(accelopt::sdk::StageContext& ctx) {
   const json candidates = ListParam(ctx.Param<json>("candidates"), "candidates");

@@ -58,7 +58,7 @@ constexpr const char* kEvaluateOutputs = R"JSON({
   "definition": {"type": "string", "doc": "the definition"},
   "op_type": {"type": "string", "doc": "its op_type"},
   "baseline_solution": {"type": "any", "doc": "the `baseline` author's solution, or null"},
-  "results": {"type": "array", "doc": "per (solution, workload): solution, author, language, workload, status, latency_ms (the mean of the trials), reference_latency_ms, speedup_factor, trial_latency_ms (each trial's median, ms), samples_ms (every timed call of the passed trials, ms)"},
+  "results": {"type": "array", "doc": "per (solution, workload): solution, author, language, workload, status, latency_ms (the mean of the trials), reference_latency_ms, speedup_factor, trial_latency_ms (each trial's median, ms), samples_ms (every timed call of the passed trials, ms), log (a failure's log, first 2000 characters)"},
   "skipped": {"type": "array", "doc": "workloads without traces (inputs could not be built, or the reference failed) and why"},
   "not_run": {"type": "array", "doc": "(solution, workload) pairs without a trace and why, e.g. not run: no device"},
   "trace_files": {"type": "array", "doc": "the JSONL files the traces were appended to"},
@@ -99,14 +99,14 @@ constexpr const char* kInitParams = R"JSON({
 })JSON";
 
 const std::string kPlanParams = "{" R"JSON(
-  "beam": {"type": "any", "required": true, "doc": "candidates to plan for (fib_select's beam)"},
+  "beam": {"type": "any", "required": true, "doc": "candidates to plan for (fib_select's beam, native:mcgs_backprop's frontier or native:agent_step's beam)"},
   "memory": {"type": "any", "doc": "native:memory's memory (experiences appended to the planner's system prompt)"},
   "plans_per_candidate": {"type": "integer", "default": 4, "doc": "BREADTH: plans per candidate"},
   "max_experiences": {"type": "integer", "default": 16, "doc": "newest experiences shown"},
   "iteration": {"type": "integer", "default": 0, "doc": "loop iteration (seeds)"},)JSON" + kLlm + "}";
 
 const std::string kExecuteParams = "{" R"JSON(
-  "plans": {"type": "any", "required": true, "doc": "fib_plan's outputs"},
+  "plans": {"type": "any", "required": true, "doc": "fib_plan's outputs, or the search's selected plans (native:mcgs_select, native:agent_pick: candidate, plan_id, text)"},
   "samples_per_plan": {"type": "integer", "default": 2, "doc": "NUM_SAMPLES: code samples per plan"},
   "model": {"type": "string", "default": "model", "doc": "model name used in candidate names (<model>_<language>_<6 hex>)"},
   "iteration": {"type": "integer", "default": 0, "doc": "loop iteration (ids, seeds)"},)JSON" + kLlm + "}";
@@ -127,6 +127,18 @@ const std::string kSummarizeParams = "{" R"JSON(
   "max_threshold": {"type": "number", "default": 1.04, "doc": "a positive rewrite needs speedup > this, and fib_select's noise faster"},
   "min_threshold": {"type": "number", "default": 1.15, "doc": "a negative rewrite needs speedup < 1/this, and fib_select's noise slower"},)JSON" + kLlm + "}";
 
+constexpr const char* kScoreParams = R"JSON({
+  "candidates": {"type": "any", "required": true, "doc": "the evaluated candidates: fib_execute's (or native:mcgs_merge_states') candidates, or fib_optimize_init's cases"},
+  "results": {"type": "any", "required": true, "doc": "their native:fib_evaluate for_each outputs"},
+  "confidence": {"type": "number", "default": 0.95, "doc": "level of the speedup intervals (docs/optimize.md, Noise-aware speedups)"}
+})JSON";
+
+constexpr const char* kScoreOutputs = R"JSON({
+  "records": {"type": "array", "doc": "the search stages' records: each candidate with status (ok | failed), fib_status, latency_ms, samples_ms, trials_ms, error {kind, message}, speedup, speedup_ci and noise vs its parent, baseline_speedup_ci and baseline_noise, kernel (its entry source as a file), validation"},
+  "best": {"type": "object", "doc": "definition -> its fastest passing record here (for the starting solutions: the starting best)"},
+  "passed": {"type": "integer", "doc": "records that passed"}
+})JSON";
+
 constexpr const char* kReportParams = R"JSON({
   "best": {"type": "any", "required": true, "doc": "fib_select's best (the loop's carry)"},
   "llm": {"type": "string", "default": "default", "doc": "endpoint whose spend and caps the report shows (docs/llm.md, Spend caps)"}
@@ -140,15 +152,15 @@ constexpr const char* kInitOutputs = R"JSON({
 })JSON";
 
 constexpr const char* kPlanOutputs = R"JSON({
-  "plans": {"type": "array", "doc": "case, parent (the beam candidate), index, plan"},
+  "plans": {"type": "array", "doc": "case, parent (the beam candidate), index, plan; and as the search stages read a plan: case_name, candidate (= parent), plan_id, title, text (= plan), origin (llm)"},
   "failures": {"type": "array", "doc": "planner calls that failed or answered nothing"},
   "stopped": {"type": "object", "doc": "definition -> why its LLM spend cap stops it (no plans for it)"},
   "not_sent": {"type": "integer", "doc": "planner calls refused by a spend cap (not sent)"}
 })JSON";
 
 constexpr const char* kExecuteOutputs = R"JSON({
-  "candidates": {"type": "array", "doc": "id, case, item (with the candidate as its only solution), solution (FIB JSON), solution_path, parent, parent_solution, parent_latency_ms, plan_index, sample, plan"},
-  "failures": {"type": "array", "doc": "samples without a code block (AccelOpt: No implementation found)"},
+  "candidates": {"type": "array", "doc": "id, case, case_name, item (with the candidate as its only solution), solution (FIB JSON), solution_path, kernel (the entry source as a file), parent, parent_solution, parent_latency_ms, parent_trials_ms, parent_samples_ms, plan_index, sample, plan {plan_id, title, index}, plan_text, and the parent's problem and baseline_* fields"},
+  "failures": {"type": "array", "doc": "samples without a code block (AccelOpt: No implementation found): id, case, case_name, parent, plan, error {kind: no_code_block | llm_error, message}"},
   "not_sent": {"type": "integer", "doc": "executor calls refused by a spend cap (not sent)"}
 })JSON";
 
@@ -179,6 +191,9 @@ const AccelStageDescriptor kStages[] = {
                    kFibSelectParams, kFibSelectOutputs, accelopt_fib_plugin::RunFibSelect),
     ACCELOPT_STAGE_WITH_OUTPUTS("fib_summarize", "AccelOpt's rewrite selection and summarizer: experience items for native:memory.",
                    kSummarizeParams.c_str(), kSummarizeOutputs, accelopt_fib_plugin::RunFibSummarize),
+    ACCELOPT_STAGE_WITH_OUTPUTS("fib_score",
+                                "Evaluated FIB candidates as the search stages' records (status, latency, repeats, noise vs parent and baseline), for native:mcgs_* and native:agent_*.",
+                                kScoreParams, kScoreOutputs, accelopt_fib_plugin::RunFibScore),
     ACCELOPT_STAGE_WITH_OUTPUTS("fib_optimize_report", "Write optimize_report.json/.md and best/<definition>.json (FIB Solutions).",
                    kReportParams, kReportOutputs, accelopt_fib_plugin::RunFibOptimizeReport),
     ACCELOPT_STAGE_WITH_OUTPUTS("select_traces",

@@ -14,5 +14,6 @@ nlohmann::json RunFibExecute(accelopt::sdk::StageContext& ctx);
 nlohmann::json RunFibSelect(accelopt::sdk::StageContext& ctx);
 nlohmann::json RunFibSummarize(accelopt::sdk::StageContext& ctx);
 nlohmann::json RunFibOptimizeReport(accelopt::sdk::StageContext& ctx);
+nlohmann::json RunFibScore(accelopt::sdk::StageContext& ctx);
 
 }  // namespace accelopt_fib_plugin

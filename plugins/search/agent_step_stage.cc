@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <map>
 
+#include "accelopt/sdk/noise.hpp"
 #include "agent_stages.h"
 
 namespace accelopt_search {
@@ -56,6 +57,8 @@ json RunAgentStep(StageContext& ctx) {
   const double threshold = ctx.Param<double>("divergence_threshold");
   const int limit = ctx.Param<int>("no_improve_limit");
   const int budget = ctx.Param<int>("budget");
+  const double confidence = ctx.Param<double>("confidence");
+  if (!(confidence > 0 && confidence < 1)) throw StageFailure("config_error", "confidence must be in (0, 1)");
   const int64_t round = with.value("iteration", int64_t{0});
   const json reflections_in = with.value("reflections", json::object());
   const json reflections = reflections_in.is_object() ? reflections_in : json::object();  // null: native:reflect did not run
@@ -74,7 +77,17 @@ json RunAgentStep(StageContext& ctx) {
       const json error = record.value("error", json::object());
       const std::string kind = error.is_object() ? error.value("kind", "") : "";
       Outcome outcome = Judge(ok, latency, best_before, threshold, kind);
-      if (outcome.new_best && !ValidatedForResult(record)) {
+      std::string noise;
+      if (outcome.new_best && !accelopt::sdk::BeyondNoise(c["best"], record, confidence, &noise)) {
+        // Faster by its mean, but within the measured noise of a timed record (FlashInfer-Bench):
+        // the next starting point, never the best (docs/optimize.md, "Noise-aware speedups").
+        outcome.new_best = false;
+        outcome.status = "no_improvement";
+        outcome.category = "no_improvement";
+        outcome.lesson = "faster by its mean (" + Fixed(best_before / latency) + "x) but within the measured noise (" + noise +
+                         "); not taken as the best";
+        ctx.Info(case_name + ": " + record.value("id", "") + " is not beyond the measured noise (" + noise + "): not taken as the best");
+      } else if (outcome.new_best && !ValidatedForResult(record)) {
         // Checked on the screen's seeds only: it may be the next starting point, never the best
         // (native:profile's confirm_below_ms is the best's latency, so this does not happen there).
         outcome.new_best = false;

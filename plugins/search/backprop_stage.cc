@@ -11,6 +11,7 @@
 #include <cmath>
 #include <map>
 
+#include "accelopt/sdk/noise.hpp"
 #include "search_stages.h"
 
 namespace accelopt_search {
@@ -27,6 +28,8 @@ json RunMcgsBackprop(StageContext& ctx) {
   const json& with = ctx.With();
   json graph = GraphParam(ctx);
   const SearchParams params = ParamsFrom(with);
+  const double confidence = ctx.Param<double>("confidence");
+  if (!(confidence > 0 && confidence < 1)) throw StageFailure("config_error", "confidence must be in (0, 1)");
   const json records = ListParam(with.value("records", json()), "records");
   json best = with.value("best", json::object());
   if (!best.is_object()) best = json::object();
@@ -59,6 +62,8 @@ json RunMcgsBackprop(StageContext& ctx) {
       node["speedup_vs_baseline"] = ok ? json(baseline / latency) : json();
       node["bottleneck"] = ok ? Bottleneck(record.value("metrics", json::object())) : "failed";
       node["validation"] = record.value("validation", "full");
+      for (const char* key : {"samples_ms", "trials_ms"})  // a timed record's repeats: the noise the next incumbent must beat
+        if (ok && record.contains(key)) node[key] = record[key];
       if (!ok) {
         node["error"] = {{"kind", record.value("error", json::object()).value("kind", "error")},
                          {"message", record.value("error", json::object()).value("message", "").substr(0, 500)}};
@@ -87,7 +92,17 @@ json RunMcgsBackprop(StageContext& ctx) {
       }
       AddEvent(graph, event);
       const std::string incumbent = cg.value("incumbent", "n0");
-      const bool beats = ok && BeatsIncumbent(latency, cg["nodes"][incumbent].value("latency_ms", 1e300), params.min_gain);
+      bool beats = ok && BeatsIncumbent(latency, cg["nodes"][incumbent].value("latency_ms", 1e300), params.min_gain);
+      std::string noise;
+      if (beats && !accelopt::sdk::BeyondNoise(cg["nodes"][incumbent], record, confidence, &noise)) {
+        // A timed kernel (FlashInfer-Bench) whose gain is within its measured noise: a search
+        // state like any other, never the result (docs/optimize.md, "Noise-aware speedups").
+        beats = false;
+        node["noise_vs_incumbent"] = noise;
+        AddEvent(graph, {{"type", "within_noise"}, {"case", case_name}, {"node", id}, {"latency_ms", latency}, {"noise", noise}});
+        ctx.Info(case_name + ": " + id + " is faster than the incumbent " + incumbent + " but not beyond the measured noise (" + noise +
+                 "); the incumbent stays");
+      }
       if (beats && !ValidatedForResult(record)) {
         ctx.Warn(case_name + ": " + id + " is faster than the incumbent but was only screened (not confirmed); "
                  "it does not become the incumbent (is confirm_below_ms the incumbent's latency?)");

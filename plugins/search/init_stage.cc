@@ -35,7 +35,10 @@ json RunMcgsInit(StageContext& ctx) {
     const auto latency = Number(member, "latency_ms");
     if (case_name.empty() || !latency || *latency <= 0) continue;
     json fixed = {{"case_name", case_name}};
-    for (const char* key : {"problem", "case_id", "values", "task", "rel_tol", "baseline_latency_ms"}) {
+    // The problem's constant fields: an NKIBench case's (problem, values, task, rel_tol) or a
+    // FlashInfer-Bench definition's (item: definition, workloads; the baseline's repeats).
+    for (const char* key : {"problem", "case_id", "values", "task", "rel_tol", "baseline_latency_ms", "item", "baseline_trials_ms",
+                            "baseline_samples_ms"}) {
       if (member.contains(key)) fixed[key] = member[key];
     }
     fixed["baseline_latency_ms"] = member.value("baseline_latency_ms", *latency);

@@ -52,7 +52,8 @@ const std::string kMergeStatesParams = "{" + kGraphParam + R"JSON(,
 const std::string kBackpropParams = "{" + kGraphParam + R"JSON(,
   "records": {"type": "any", "required": true, "doc": "native:score's outputs for the new states"},
   "best": {"type": "any", "default": {}, "doc": "case_name -> best kernel so far (the loop's carry)"},
-  "min_gain": {"type": "number", "default": 0.005, "doc": "a correct kernel becomes the incumbent only when faster than it by more than this fraction (clamped to 0..0.5; smaller differences are within the cost model's error; 0 = any gain)"},)JSON" + kSearchParams + "}";
+  "min_gain": {"type": "number", "default": 0.005, "doc": "a correct kernel becomes the incumbent only when faster than it by more than this fraction (clamped to 0..0.5; smaller differences are within the cost model's error; 0 = any gain)"},
+  "confidence": {"type": "number", "default": 0.95, "doc": "timed records (samples_ms or trials_ms: FlashInfer-Bench's CPU and GPU timings) become the incumbent only when faster than it beyond this level's interval (docs/optimize.md, Noise-aware speedups); deterministic estimates (the NKI emulator) are not affected"},)JSON" + kSearchParams + "}";
 
 const std::string kInitOutputs = R"JSON({
   "graph": {"type": "object", "doc": "the search state: one graph per problem, rooted at its baseline"},
@@ -102,6 +103,7 @@ const std::string kAgentStepParams = R"JSON({
   "failures": {"type": "any", "default": [], "doc": "native:execute's outputs (candidates that never reached profiling)"},
   "iteration": {"type": "integer", "default": 0, "doc": "the round (loop.iteration)"},
   "divergence_threshold": {"type": "number", "default": 50.0, "doc": "revert to the best when a correct candidate is slower than it by more than this percent (strictly)"},
+  "confidence": {"type": "number", "default": 0.95, "doc": "a timed record (samples_ms or trials_ms) becomes the best only when faster than it beyond this level's interval; within it, it is a no_improvement (docs/optimize.md, Noise-aware speedups)"},
   "no_improve_limit": {"type": "integer", "default": 5, "doc": "stop a problem after this many no_improvement rounds in a row"},
   "budget": {"type": "integer", "default": 40, "minimum": 0, "doc": "candidate evaluations per problem"},
   "reflections": {"type": "any", "default": {}, "doc": "native:reflect's `reflections` (case_name -> {lesson}): the model's lesson replaces the template's for a failed or slower attempt (null or {} = template lessons)"}

@@ -26,7 +26,8 @@ std::vector<std::string> StateHashes(StageContext& ctx, const std::vector<std::s
 json MemberOf(const json& case_graph, const std::string& id) {
   json member = case_graph.value("case", json::object());
   const json& node = case_graph["nodes"][id];
-  for (const char* key : {"kernel", "latency_ms", "speedup_vs_baseline", "lineage", "history", "origin", "iteration"}) {
+  for (const char* key : {"kernel", "latency_ms", "speedup_vs_baseline", "lineage", "history", "origin", "iteration", "solution",
+                          "samples_ms", "trials_ms"}) {
     if (node.contains(key)) member[key] = node[key];
   }
   member["id"] = node.value("candidate", id);
@@ -37,7 +38,9 @@ json MemberOf(const json& case_graph, const std::string& id) {
 
 json NodeFieldsFrom(const json& record) {
   json fields = json::object();
-  for (const char* key : {"kernel", "lineage", "history", "origin", "iteration"}) {
+  // solution: a FlashInfer-Bench candidate's FIB Solution; samples_ms, trials_ms: a timed
+  // record's repeats (the noise a new incumbent must beat, accelopt/sdk/noise.hpp).
+  for (const char* key : {"kernel", "lineage", "history", "origin", "iteration", "solution", "samples_ms", "trials_ms"}) {
     if (record.contains(key)) fields[key] = record[key];
   }
   fields["candidate"] = record.value("id", "");

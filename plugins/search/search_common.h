@@ -39,11 +39,13 @@ void WriteJson(const std::filesystem::path& path, const json& value);
 /// Canonical state hashes of kernel files (accelopt.search.canon.state_hashes); "" when unreadable.
 std::vector<std::string> StateHashes(StageContext& ctx, const std::vector<std::string>& paths);
 
-/// The candidate record of node `id` (the fields native:plan and native:execute
-/// read: id, problem, case_name, values, task, rel_tol, kernel, latency_ms,
-/// baseline_latency_ms, lineage, history, ...) plus "search_node".
+/// The candidate record of node `id` (the fields native:plan and native:execute, or
+/// fib_plan and fib_execute, read: id, problem, case_name, values, task, rel_tol, item,
+/// kernel, solution, latency_ms, samples_ms, trials_ms, baseline_latency_ms, lineage,
+/// history, ...) plus "search_node".
 json MemberOf(const json& case_graph, const std::string& id);
-/// The node fields kept from a candidate record (id, kernel, latency, lineage, history, origin, plan title).
+/// The node fields kept from a candidate record (id, kernel, solution, repeats, lineage,
+/// history, origin, plan title).
 json NodeFieldsFrom(const json& record);
 
 /// Dominant resource of profile metrics: metrics.bottleneck, else the busiest engine, else "unknown".
