@@ -226,6 +226,7 @@ static std::string MissingDevice(const accelopt::sdk::StageContext& ctx, const s
 
 json RunFibOptimizeInit(accelopt::sdk::StageContext& ctx) {
   const std::string endpoint = ctx.Param<std::string>("llm");
+  const std::string pipeline = ctx.Param<std::string>("pipeline");
   json described;
   try {
     described = ctx.LlmChat({{"describe", true}, {"endpoint", endpoint}});
@@ -234,7 +235,7 @@ json RunFibOptimizeInit(accelopt::sdk::StageContext& ctx) {
   }
   if (!described.value("available", false))
     throw StageFailure("usage_error",
-                       "flashinfer-optimize needs an LLM and there is none (" + described.value("reason", std::string("no endpoint")) +
+                       pipeline + " needs an LLM and there is none (" + described.value("reason", std::string("no endpoint")) +
                            "): configure an OpenAI-compatible endpoint with --set llm.default.base_url=URL --set "
                            "llm.default.model=NAME, or ACCELOPT_LLM_BASE_URL and ACCELOPT_LLM_MODEL (docs/llm.md). "
                            "FIB has no rule-based mode.");
@@ -242,7 +243,7 @@ json RunFibOptimizeInit(accelopt::sdk::StageContext& ctx) {
   // Triton and CUDA solutions run only on a GPU (docs/flashinfer.md, "What runs where"): without
   // one nothing the model writes could be evaluated, so stop before asking it anything.
   if (const std::string missing = MissingDevice(ctx, language); !missing.empty())
-    throw StageFailure("usage_error", "flashinfer-optimize cannot evaluate any " + language + " solution here: no device (" +
+    throw StageFailure("usage_error", pipeline + " cannot evaluate any " + language + " solution here: no device (" +
                                           missing + "); run it on a GPU machine (docs/flashinfer.md) or use vars.language=python");
   json cases = json::array(), skipped = json::array();
   for (const auto& item : ListParam(ctx.Param<json>("items"), "items")) {
@@ -271,7 +272,7 @@ json RunFibOptimizeInit(accelopt::sdk::StageContext& ctx) {
     one["solutions"] = json::array({start});
     cases.push_back({{"id", "c0_" + d.name}, {"case", d.name}, {"item", one}, {"solution", start}, {"parent", nullptr}});
   }
-  ctx.Info("flashinfer-optimize: " + std::to_string(cases.size()) + " case(s), language " + language + ", LLM endpoint '" +
+  ctx.Info(pipeline + ": " + std::to_string(cases.size()) + " case(s), language " + language + ", LLM endpoint '" +
            endpoint + "' (model " + described.value("model", std::string("?")) + ")");
   return {{"cases", cases}, {"skipped", skipped}, {"model", described.value("model", "model")}, {"language", language}};
 }
@@ -381,8 +382,20 @@ json RunFibExecute(accelopt::sdk::StageContext& ctx) {
       return {{"error", failure.kind + ": " + failure.what()}};
     }
   });
+  // Canonical state hashes (accelopt.search.canon) of every reply's code and its parent's: a
+  // reply that only renames or re-comments the parent is the parent, not a candidate.
+  std::vector<std::string> codes(jobs.size());
+  json sources = json::array();
+  for (size_t k = 0; k < jobs.size(); ++k) {
+    if (replies[k].contains("reply")) codes[k] = FirstCodeBlock(replies[k]["reply"].get<std::string>());
+    sources.push_back(codes[k]);
+    sources.push_back(EntrySource(PlanParent(jobs[k].plan)["solution"]));
+  }
+  const json hashes = jobs.empty() ? json::array()
+                                   : ctx.PythonCall(accelopt::api::kCanonStateHashes, {{"sources", sources}}).value("hashes", json::array());
+  auto hash_at = [&](size_t i) { return i < hashes.size() && hashes[i].is_string() ? hashes[i].get<std::string>() : std::string(); };
   json candidates = json::array(), failures = json::array();
-  int not_sent = 0;
+  int not_sent = 0, unchanged = 0;
   for (size_t k = 0; k < jobs.size(); ++k) {
     const json& plan = jobs[k].plan;
     if (replies[k].contains("not_sent")) {
@@ -396,7 +409,15 @@ json RunFibExecute(accelopt::sdk::StageContext& ctx) {
     // What the search stages match the result by (native:mcgs_merge_states: the plan's id).
     const json plan_ref = {{"plan_id", plan.value("plan_id", std::string())}, {"title", plan.value("title", TitleOf(PlanText(plan)))},
                            {"index", plan.value("index", 0)}};
-    std::string code = replies[k].contains("reply") ? FirstCodeBlock(replies[k]["reply"].get<std::string>()) : "";
+    const std::string& code = codes[k];
+    const std::string state_hash = hash_at(2 * k);
+    if (!code.empty() && !state_hash.empty() && state_hash == hash_at(2 * k + 1)) {
+      ++unchanged;
+      failures.push_back({{"id", id}, {"case", case_name}, {"case_name", case_name}, {"parent", parent.value("id", "")},
+                          {"plan", plan_ref},
+                          {"error", {{"kind", "unchanged"}, {"message", "the reply's code is the kernel it was asked to improve (same canonical form)"}}}});
+      continue;
+    }
     if (code.find_first_not_of(" \n\t") == std::string::npos) {
       const bool no_reply = replies[k].contains("error");
       failures.push_back({{"id", id}, {"case", case_name}, {"case_name", case_name}, {"parent", parent.value("id", "")},
@@ -434,13 +455,15 @@ json RunFibExecute(accelopt::sdk::StageContext& ctx) {
                       {"parent_samples_ms", parent.value("samples_ms", json::array())},
                       {"plan_index", plan.value("index", 0)}, {"sample", jobs[k].sample}, {"plan", plan_ref},
                       {"plan_text", PlanText(plan)}};
+    if (!state_hash.empty()) candidate["state_hash"] = state_hash;  // native:mcgs_merge_states' state key
     // The problem's constant fields travel on (the search's and the report's baseline).
     for (const char* key : {"problem", "baseline_latency_ms", "baseline_trials_ms", "baseline_samples_ms"})
       if (parent.contains(key)) candidate[key] = parent[key];
     candidates.push_back(candidate);
   }
   accelopt::sdk::WriteJsonFile(fs::path(ctx.StageDir()) / "executor_results.json", {{"candidates", candidates}, {"failures", failures}});
-  ctx.Info("executed " + std::to_string(candidates.size()) + " candidate(s), " + std::to_string(failures.size()) + " without code" +
+  ctx.Info("executed " + std::to_string(candidates.size()) + " candidate(s), " + std::to_string(failures.size() - unchanged) +
+           " without code" + (unchanged ? ", " + std::to_string(unchanged) + " unchanged (the parent's code)" : "") +
            (not_sent ? ", " + std::to_string(not_sent) + " not sent (spend cap)" : ""));
   return {{"candidates", candidates}, {"failures", failures}, {"not_sent", not_sent}};
 }
@@ -626,7 +649,7 @@ json RunFibOptimizeReport(accelopt::sdk::StageContext& ctx) {
   fs::path run = ctx.RunDir();
   json cases = json::array();
   std::ostringstream md;
-  md << "# flashinfer-optimize\n\n| definition | baseline ms | best ms | speedup | 95% interval | best solution |\n|---|---|---|---|---|---|\n";
+  md << "# " << ctx.Param<std::string>("pipeline") << "\n\n| definition | baseline ms | best ms | speedup | 95% interval | best solution |\n|---|---|---|---|---|---|\n";
   for (auto it = best.begin(); it != best.end(); ++it) {
     const json& b = it.value();
     double base = b.value("baseline_latency_ms", 0.0), lat = b.value("latency_ms", 0.0);

@@ -93,6 +93,7 @@ const std::string kLlm = R"JSON(
   "max_tokens": {"type": "integer", "doc": "completion budget (default: the endpoint's)"})JSON";
 
 constexpr const char* kInitParams = R"JSON({
+  "pipeline": {"type": "string", "default": "flashinfer-optimize", "doc": "the pipeline's name, as its messages say it (${{ pipeline.name }})"},
   "items": {"type": "any", "required": true, "doc": "native:select_traces outputs (or its items)"},
   "llm": {"type": "string", "default": "default", "doc": "endpoint name; without an available endpoint the stage is a usage error (exit 2)"},
   "language": {"type": "string", "default": "python", "enum": ["python", "triton", "cuda"], "doc": "target language: the start is the item's best solution in it (python: else the reference)"}
@@ -140,6 +141,7 @@ constexpr const char* kScoreOutputs = R"JSON({
 })JSON";
 
 constexpr const char* kReportParams = R"JSON({
+  "pipeline": {"type": "string", "default": "flashinfer-optimize", "doc": "the pipeline's name: the report's title (${{ pipeline.name }})"},
   "best": {"type": "any", "required": true, "doc": "fib_select's best (the loop's carry)"},
   "llm": {"type": "string", "default": "default", "doc": "endpoint whose spend and caps the report shows (docs/llm.md, Spend caps)"}
 })JSON";

@@ -4,10 +4,15 @@
 // CPU timing's jitter never becomes a speedup in any of them.
 //
 // A record's repeats, under a prefix ("", "parent_", "baseline_"):
+//   <prefix>trials_ms   each trial's median (ms; trials are independent runs on
+//                       fresh inputs)
 //   <prefix>samples_ms  every timed call (ms; the mean over the workloads per call)
-//   <prefix>trials_ms   each trial's median (ms; the fallback)
-// The timed calls are the noise unit when both sides have two or more; else the
-// trials. A record with neither field (the NKI emulator's deterministic
+// The trials are the noise unit when both sides have three or more: a shift
+// between whole runs (another process, a frequency step) is the noise a speedup
+// must beat, and the calls of one trial share the machine's state, so their
+// spread understates it (the same kernel timed twice came out "faster" by its
+// calls). With fewer trials (df <= 2: no interval narrower than 4x) the timed
+// calls, else whatever a side has. A record with neither field (the NKI emulator's deterministic
 // estimate) is "deterministic": callers then keep their own rule (min_gain). A
 // timed record with fewer than two repeats is "unmeasured" and wins nothing.
 #pragma once
@@ -32,12 +37,15 @@ inline std::vector<double> PositiveNumbers(const nlohmann::json& object, const s
 }
 
 /// The repeats of `before` (fields under `before_prefix`) and `after` (under `after_prefix`):
-/// the timed calls when both sides have two or more, else the trials' medians.
+/// the trials' medians when both sides have three or more, else the timed calls when both
+/// have two or more, else the trials.
 inline std::pair<std::vector<double>, std::vector<double>> Repeats(const nlohmann::json& before, const std::string& before_prefix,
                                                                    const nlohmann::json& after, const std::string& after_prefix) {
+  auto bt = PositiveNumbers(before, before_prefix + "trials_ms"), at = PositiveNumbers(after, after_prefix + "trials_ms");
+  if (bt.size() >= 3 && at.size() >= 3) return {bt, at};
   auto b = PositiveNumbers(before, before_prefix + "samples_ms"), a = PositiveNumbers(after, after_prefix + "samples_ms");
   if (b.size() >= 2 && a.size() >= 2) return {b, a};
-  return {PositiveNumbers(before, before_prefix + "trials_ms"), PositiveNumbers(after, after_prefix + "trials_ms")};
+  return {bt, at};
 }
 
 /// "faster" | "slower" | "within" | "unmeasured" for an interval.
