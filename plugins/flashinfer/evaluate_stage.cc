@@ -94,7 +94,7 @@ json Trial(accelopt::sdk::StageContext& ctx, const Config& c, json arg) {
 
 // FIB's Evaluation of one (solution, workload) from its trial verdicts.
 // `trial_ms` (when given) receives each passed trial's median and `samples_ms` every timed call
-// of them, the repeats fib_select's noise-aware speedups need (docs/optimize.md, "Noise-aware
+// of them, the repeats fib_score's noise-aware speedups need (docs/optimize.md, "Noise-aware
 // speedups").
 fib::Evaluation Aggregate(const std::vector<json>& verdicts, double reference_ms, const fib::Environment& env,
                           const std::string& timing_text, const json& seeds, std::vector<double>* trial_ms = nullptr,

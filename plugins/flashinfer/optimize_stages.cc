@@ -1,6 +1,7 @@
 // AccelOpt's FlashInfer-Bench loop (flashinfer-facts §3.4-3.5; docs/flashinfer.md):
 // native:fib_optimize_init (needs an LLM: without one it is a usage error),
-// fib_plan, fib_execute, fib_select, fib_summarize and fib_optimize_report.
+// fib_plan, fib_execute, fib_summarize and fib_optimize_report. The records are
+// fib_score's (score_stage.cc); the beam is native:select's, as in the NKI loop.
 // Candidates are FIB Solutions (author AccelOpt, entry main.py::run,
 // value-returning as AccelOpt forces), profiled by native:fib_evaluate; the
 // memory is native:memory's.
@@ -19,14 +20,12 @@
 #include <thread>
 
 #include "common.h"
-#include "scoring.h"
 #include "flashinfer/cuda_build.h"
 #include "stages.h"
 
 #include "accelopt/sdk/code_blocks.hpp"
 #include "accelopt/sdk/numbers.hpp"
 #include "accelopt/sdk/prompts.hpp"
-#include "accelopt/sdk/noise.hpp"
 
 namespace accelopt_fib_plugin {
 namespace fs = std::filesystem;
@@ -468,98 +467,6 @@ json RunFibExecute(accelopt::sdk::StageContext& ctx) {
   return {{"candidates", candidates}, {"failures", failures}, {"not_sent", not_sent}};
 }
 
-using accelopt::sdk::Repeats;
-
-json RunFibSelect(accelopt::sdk::StageContext& ctx) {
-  const json candidates = ListParam(ctx.Param<json>("candidates"), "candidates");
-  const json results = ctx.Param<json>("results");
-  json best = ctx.Param<json>("best");
-  if (!best.is_object()) best = json::object();
-  const size_t width = static_cast<size_t>(std::max<int64_t>(1, ctx.Param<int64_t>("beam_width")));
-  const double confidence = ctx.Param<double>("confidence");
-  if (!(confidence > 0 && confidence < 1)) throw StageFailure("config_error", "confidence must be in (0, 1)");
-  const std::map<std::string, Scored> scored = ScoreResults(results);
-  json records = json::array();
-  std::map<std::string, std::vector<json>> by_case;
-  bool unmeasured = false;
-  for (auto c : candidates) {
-    std::string name = c["solution"].value("name", "");
-    auto it = scored.find(name);
-    c["status"] = it == scored.end() ? "NOT_RUN" : it->second.status;
-    bool passed = it != scored.end() && it->second.status == "PASSED" && it->second.latency_ms > 0;
-    c["latency_ms"] = passed ? json(it->second.latency_ms) : json(nullptr);
-    c["trials_ms"] = passed ? json(it->second.trials_ms) : json::array();
-    c["samples_ms"] = passed ? json(it->second.samples_ms) : json::array();
-    double parent = c.value("parent_latency_ms", 0.0);
-    if (passed && parent > 0) {
-      c["speedup"] = parent / it->second.latency_ms;
-      unmeasured |= !Compare(Repeats(c, "parent_", c, ""), confidence, c, "").measured;
-    }
-    records.push_back(c);
-    if (passed) by_case[c.value("case", "")].push_back(c);
-  }
-  if (unmeasured)
-    ctx.Warn("a speedup without two repeats on each side is not accepted as beyond the noise (timed calls or trials measure it; "
-             "docs/optimize.md, \"Noise-aware speedups\")");
-  // The next beam: per case the beam_width fastest passing candidates; a case
-  // without any keeps its current beam members (AccelOpt counts a failed sample
-  // as its baseline).
-  json beam = json::array();
-  std::set<std::string> cases_seen;
-  for (const auto& old : ListParam(ctx.Param<json>("beam"), "beam")) {
-    std::string cs = old.value("case", "");
-    if (!by_case.count(cs)) {
-      beam.push_back(old);
-      continue;
-    }
-    if (cases_seen.insert(cs).second) by_case[cs].push_back(old);  // the parents compete too
-  }
-  for (auto& [cs, list] : by_case) {
-    std::stable_sort(list.begin(), list.end(), [](const json& a, const json& b) { return a.value("latency_ms", 1e300) < b.value("latency_ms", 1e300); });
-    std::set<std::string> names;
-    for (const auto& c : list) {
-      if (names.size() >= width) break;
-      if (!names.insert(c["solution"].value("name", "")).second) continue;
-      json kept = c;
-      kept.erase("parent_solution");
-      beam.push_back(kept);
-    }
-    // The best changes only for a kernel faster than it beyond the measured noise (a CPU
-    // timing's jitter is no speedup); the first evaluated kernel of a case is its baseline.
-    const json& top = list.front();
-    bool replace = !best.contains(cs);
-    if (!replace && top["solution"].value("name", "") != best[cs]["solution"].value("name", "")) {
-      json probe = json::object();
-      replace = Compare(Repeats(best[cs], "", top, ""), confidence, probe, "").Faster();
-      if (!replace && top.value("latency_ms", 1e300) < best[cs].value("latency_ms", 1e300))
-        ctx.Info(cs + ": " + top["solution"].value("name", "") + " is not the new best: its gain over " +
-                 best[cs]["solution"].value("name", "") + " is within the measured noise (" + probe["noise"].get<std::string>() + ")");
-    }
-    if (replace) {
-      json b = top;
-      b.erase("parent_solution");
-      const bool first = !best.contains(cs);
-      b["baseline_latency_ms"] = first ? top.value("latency_ms", 0.0) : best[cs].value("baseline_latency_ms", top.value("latency_ms", 0.0));
-      b["baseline_trials_ms"] = first ? top.value("trials_ms", json::array()) : best[cs].value("baseline_trials_ms", json::array());
-      b["baseline_samples_ms"] = first ? top.value("samples_ms", json::array()) : best[cs].value("baseline_samples_ms", json::array());
-      Compare(Repeats(b, "baseline_", b, ""), confidence, b, "baseline_");
-      best[cs] = b;
-    }
-  }
-  // A definition whose LLM spend cap is reached leaves the beam: its search is over (its best
-  // stays); the loop ends once no definition is left (docs/llm.md, "Spend caps").
-  const auto stopped = Stopped(ctx, beam, "case");
-  if (!stopped.empty()) {
-    json kept = json::array();
-    for (const auto& member : beam) {
-      if (!stopped.count(member.value("case", ""))) kept.push_back(member);
-    }
-    beam = kept;
-    for (const auto& [name, reason] : stopped) ctx.Info(name + ": search stopped: " + reason);
-  }
-  accelopt::sdk::WriteJsonFile(fs::path(ctx.StageDir()) / "select.json", {{"records", records}, {"beam", beam}, {"best", best}});
-  return {{"beam", beam}, {"best", best}, {"records", records}, {"stopped", StoppedJson(stopped)}};
-}
 
 json RunFibSummarize(accelopt::sdk::StageContext& ctx) {
   const json records = ListParam(ctx.Param<json>("records"), "records");
@@ -583,7 +490,7 @@ json RunFibSummarize(accelopt::sdk::StageContext& ctx) {
     bool better = (s > 1 || old > 1) ? s > old : s < old;
     if (better) it->second = r;
   }
-  // A rewrite is a lesson only when its speedup is beyond the measured noise too (fib_select's
+  // A rewrite is a lesson only when its speedup is beyond the measured noise too (fib_score's
   // `noise`): a CPU timing's jitter teaches nothing (docs/optimize.md, "Noise-aware speedups").
   std::vector<json> positive, negative;
   size_t within_noise = 0;

@@ -100,7 +100,7 @@ constexpr const char* kInitParams = R"JSON({
 })JSON";
 
 const std::string kPlanParams = "{" R"JSON(
-  "beam": {"type": "any", "required": true, "doc": "candidates to plan for (fib_select's beam, native:mcgs_backprop's frontier or native:agent_step's beam)"},
+  "beam": {"type": "any", "required": true, "doc": "candidates to plan for (native:select's beam, native:mcgs_backprop's frontier or native:agent_step's beam)"},
   "memory": {"type": "any", "doc": "native:memory's memory (experiences appended to the planner's system prompt)"},
   "plans_per_candidate": {"type": "integer", "default": 4, "doc": "BREADTH: plans per candidate"},
   "max_experiences": {"type": "integer", "default": 16, "doc": "newest experiences shown"},
@@ -112,21 +112,12 @@ const std::string kExecuteParams = "{" R"JSON(
   "model": {"type": "string", "default": "model", "doc": "model name used in candidate names (<model>_<language>_<6 hex>)"},
   "iteration": {"type": "integer", "default": 0, "doc": "loop iteration (ids, seeds)"},)JSON" + kLlm + "}";
 
-constexpr const char* kFibSelectParams = R"JSON({
-  "beam": {"type": "any", "default": [], "doc": "the current beam"},
-  "candidates": {"type": "any", "required": true, "doc": "fib_execute's outputs (or fib_optimize_init's cases)"},
-  "results": {"type": "any", "required": true, "doc": "the candidates' native:fib_evaluate for_each outputs"},
-  "best": {"type": "any", "default": {}, "doc": "case -> best candidate so far"},
-  "beam_width": {"type": "integer", "default": 2, "doc": "TOPK_CANDIDATES: candidates per case carried on"},
-  "confidence": {"type": "number", "default": 0.95, "doc": "level of the speedup's interval: a new best (and a lesson of fib_summarize) must be faster (slower) beyond it (docs/optimize.md, Noise-aware speedups)"},
-  "llm": {"type": "string", "default": "default", "doc": "endpoint whose spend caps are checked: a definition at its cap leaves the beam (docs/llm.md, Spend caps)"}
-})JSON";
 
 const std::string kSummarizeParams = "{" R"JSON(
-  "records": {"type": "any", "required": true, "doc": "fib_select's records"},
+  "records": {"type": "any", "required": true, "doc": "fib_score's records (speedup and noise vs the parent)"},
   "top_k": {"type": "integer", "default": 8, "doc": "TOPK: rewrites summarized (<= TOPK/2 positive)"},
-  "max_threshold": {"type": "number", "default": 1.04, "doc": "a positive rewrite needs speedup > this, and fib_select's noise faster"},
-  "min_threshold": {"type": "number", "default": 1.15, "doc": "a negative rewrite needs speedup < 1/this, and fib_select's noise slower"},)JSON" + kLlm + "}";
+  "max_threshold": {"type": "number", "default": 1.04, "doc": "a positive rewrite needs speedup > this, and fib_score's noise faster"},
+  "min_threshold": {"type": "number", "default": 1.15, "doc": "a negative rewrite needs speedup < 1/this, and fib_score's noise slower"},)JSON" + kLlm + "}";
 
 constexpr const char* kScoreParams = R"JSON({
   "candidates": {"type": "any", "required": true, "doc": "the evaluated candidates: fib_execute's (or native:mcgs_merge_states') candidates, or fib_optimize_init's cases"},
@@ -142,7 +133,7 @@ constexpr const char* kScoreOutputs = R"JSON({
 
 constexpr const char* kReportParams = R"JSON({
   "pipeline": {"type": "string", "default": "flashinfer-optimize", "doc": "the pipeline's name: the report's title (${{ pipeline.name }})"},
-  "best": {"type": "any", "required": true, "doc": "fib_select's best (the loop's carry)"},
+  "best": {"type": "any", "required": true, "doc": "native:select's, native:mcgs_backprop's or native:agent_step's best (the loop's carry)"},
   "llm": {"type": "string", "default": "default", "doc": "endpoint whose spend and caps the report shows (docs/llm.md, Spend caps)"}
 })JSON";
 
@@ -166,12 +157,6 @@ constexpr const char* kExecuteOutputs = R"JSON({
   "not_sent": {"type": "integer", "doc": "executor calls refused by a spend cap (not sent)"}
 })JSON";
 
-constexpr const char* kFibSelectOutputs = R"JSON({
-  "beam": {"type": "array", "doc": "the next beam: per case the beam_width fastest passing candidates (parents compete)"},
-  "best": {"type": "object", "doc": "case -> best candidate so far (replaced only by one faster beyond the noise), with trials_ms, baseline_latency_ms, baseline_trials_ms, baseline_speedup_ci and baseline_noise"},
-  "records": {"type": "array", "doc": "every candidate with status, latency_ms, trials_ms (its repeats, ms), speedup vs its parent, speedup_ci ([low, high] or null) and noise (faster | slower | within | unmeasured)"},
-  "stopped": {"type": "object", "doc": "definition -> why its LLM spend cap ended its search (it left the beam)"}
-})JSON";
 
 constexpr const char* kSummarizeOutputs = R"JSON({
   "items": {"type": "array", "doc": "experience items for native:memory: id, case_name, title, summary, speedup, speedup_original, after"}
@@ -189,8 +174,6 @@ const AccelStageDescriptor kStages[] = {
                    kPlanParams.c_str(), kPlanOutputs, accelopt_fib_plugin::RunFibPlan),
     ACCELOPT_STAGE_WITH_OUTPUTS("fib_execute", "AccelOpt's FIB executor: code samples per plan, written as FIB Solutions.",
                    kExecuteParams.c_str(), kExecuteOutputs, accelopt_fib_plugin::RunFibExecute),
-    ACCELOPT_STAGE_WITH_OUTPUTS("fib_select", "Score evaluated candidates against their parents and keep the fastest per definition (beam, best).",
-                   kFibSelectParams, kFibSelectOutputs, accelopt_fib_plugin::RunFibSelect),
     ACCELOPT_STAGE_WITH_OUTPUTS("fib_summarize", "AccelOpt's rewrite selection and summarizer: experience items for native:memory.",
                    kSummarizeParams.c_str(), kSummarizeOutputs, accelopt_fib_plugin::RunFibSummarize),
     ACCELOPT_STAGE_WITH_OUTPUTS("fib_score",

@@ -7,7 +7,7 @@
 //   latency_ms  mean over the workloads (ms); samples_ms, trials_ms its repeats
 //   error       {kind, message} of a failure: compile_error (COMPILE_ERROR),
 //               runtime_error, timeout, wrong_result (INCORRECT_*), not_run
-//   speedup, speedup_ci, noise            against its parent (as fib_select)
+//   speedup, speedup_ci, noise            against its parent (noise: faster | slower | within | unmeasured)
 //   baseline_speedup_ci, baseline_noise   against the problem's baseline
 //   kernel      the entry source as a file (the search hashes it into a state)
 //   validation  "full": FIB checks every workload it times

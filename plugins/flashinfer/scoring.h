@@ -1,7 +1,7 @@
 // plugins/flashinfer/scoring.h - fib_evaluate's rows as one figure per solution
 // (status, mean latency over the workloads, repeats), and the speedup between
-// two records with its noise (accelopt/sdk/noise.hpp). Shared by fib_select
-// (AccelOpt's beam) and fib_score (the search stages' records).
+// two records with its noise (accelopt/sdk/noise.hpp), for fib_score (the records
+// every loop over FIB definitions reads: beam, graph search, agent).
 #pragma once
 
 #include <map>

@@ -11,7 +11,6 @@ nlohmann::json RunFibSummary(accelopt::sdk::StageContext& ctx);
 nlohmann::json RunFibOptimizeInit(accelopt::sdk::StageContext& ctx);
 nlohmann::json RunFibPlan(accelopt::sdk::StageContext& ctx);
 nlohmann::json RunFibExecute(accelopt::sdk::StageContext& ctx);
-nlohmann::json RunFibSelect(accelopt::sdk::StageContext& ctx);
 nlohmann::json RunFibSummarize(accelopt::sdk::StageContext& ctx);
 nlohmann::json RunFibOptimizeReport(accelopt::sdk::StageContext& ctx);
 nlohmann::json RunFibScore(accelopt::sdk::StageContext& ctx);

@@ -58,6 +58,7 @@ constexpr const char* kSelectParams = R"JSON({
   "records": {"type": "any", "required": true, "doc": "scored records of this iteration (list, or score/fixer outputs)"},
   "best": {"type": "any", "default": {}, "doc": "case_name -> best kernel so far (elitism)"},
   "beam_width": {"type": "integer", "default": 6, "doc": "B: kernels per problem in the next beam"},
+  "confidence": {"type": "number", "default": 0.95, "doc": "timed records (samples_ms, trials_ms: FlashInfer-Bench) replace the best only when faster beyond this level's interval (docs/optimize.md, Noise-aware speedups); deterministic estimates are not affected"},
   "llm": {"type": "string", "default": "default", "doc": "LLM endpoint whose spend caps are checked: a problem at its cap leaves the beam (docs/llm.md, Spend caps)"}
 })JSON";
 

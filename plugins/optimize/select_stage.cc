@@ -6,11 +6,14 @@
 // enters: the output confirm_below_ms tells native:profile which screened
 // candidates could, so that those are confirmed first (docs/search.md). A case
 // whose every reply of the iteration converged (a repeat after the re-ask naming
-// it) leaves the beam: output `finished` lists those cases.
+// it) leaves the beam: output `finished` lists those cases. Timed records (FlashInfer-Bench:
+// samples_ms, trials_ms) replace the best only when faster beyond their measured noise
+// (`confidence`; accelopt/sdk/noise.hpp); the beam still ranks by mean latency.
 #include <filesystem>
 #include <map>
 #include <set>
 
+#include "accelopt/sdk/noise.hpp"
 #include "stages.h"
 
 namespace fs = std::filesystem;
@@ -41,6 +44,8 @@ json RunSelect(StageContext& ctx) {
   json best = with.value("best", json::object());
   if (!best.is_object()) best = json::object();
   const int width = std::max<int>(1, with.value("beam_width", 6));
+  const double confidence = with.value("confidence", 0.95);
+  if (!(confidence > 0 && confidence < 1)) throw StageFailure("config_error", "confidence must be in (0, 1)");
 
   // Pool per case in insertion order: best so far, current beam, new candidates.
   std::map<std::string, std::vector<json>> pools;
@@ -117,10 +122,16 @@ json RunSelect(StageContext& ctx) {
       next.push_back(candidate);
       if (++taken == width) confirm_below[case_name] = candidate["latency_ms"];  // the full beam's slowest member
     }
-    // Elitism: the pool's first (fastest) entry is the best so far.
+    // Elitism: the pool's first (fastest) entry is the best so far, unless its gain over the
+    // best is within the measured noise of timed records.
     const json& fastest = pool.front();
     const bool had = best.contains(case_name);
-    if (!had || fastest.value("id", "") != best[case_name].value("id", "")) {
+    std::string noise;
+    if (had && fastest.value("id", "") != best[case_name].value("id", "") &&
+        !accelopt::sdk::BeyondNoise(best[case_name], fastest, confidence, &noise)) {
+      ctx.Info(case_name + ": " + fastest.value("id", "") + " is not the new best: its gain over " + best[case_name].value("id", "") +
+               " is within the measured noise (" + noise + ")");
+    } else if (!had || fastest.value("id", "") != best[case_name].value("id", "")) {
       if (had && fastest["latency_ms"].get<double>() < best[case_name]["latency_ms"].get<double>()) {
         improved.push_back({{"case_name", case_name}, {"id", fastest["id"]}, {"latency_ms", fastest["latency_ms"]},
                             {"previous_latency_ms", best[case_name]["latency_ms"]},

@@ -1,7 +1,9 @@
 // Noise-aware speedups in AccelOpt's FlashInfer-Bench loop (docs/optimize.md,
-// "Noise-aware speedups"): native:fib_select replaces a definition's best only with a
-// solution faster beyond the interval of the repeated trials, and native:fib_summarize
-// turns only such speedups into lessons. CPU timings jitter; a lucky trial is no speedup.
+// "Noise-aware speedups"): native:fib_score measures each candidate's speedup with its
+// interval, native:select (the beam stage both benchmarks share) replaces a definition's
+// best only with a solution faster beyond the interval of the repeats, and
+// native:fib_summarize turns only such speedups into lessons. CPU timings jitter; a lucky
+// trial is no speedup.
 #include <catch2/catch.hpp>
 
 #include "host/optimize/optimize_fixture.h"
@@ -22,8 +24,9 @@ json Solution(const std::string& name, const std::string& code) {
 
 // A beam member / best entry: the parent p0, 1.0 ms over three trials.
 json Parent() {
-  json p = {{"id", "p0"}, {"case", "d"}, {"solution", Solution("p0", "def run(x):\n    return slow(x)\n")},
-            {"latency_ms", 1.0}, {"trials_ms", {1.0, 1.02, 0.98}}};
+  json p = {{"id", "p0"}, {"case", "d"}, {"case_name", "d"}, {"solution", Solution("p0", "def run(x):\n    return slow(x)\n")},
+            {"latency_ms", 1.0}, {"trials_ms", {1.0, 1.02, 0.98}}, {"baseline_latency_ms", 1.0},
+            {"baseline_trials_ms", {1.0, 1.02, 0.98}}};
   return p;
 }
 
@@ -35,6 +38,8 @@ json Candidate(const std::string& name) {
           {"parent_solution", Parent()["solution"]},
           {"parent_latency_ms", 1.0},
           {"parent_trials_ms", {1.0, 1.02, 0.98}},
+          {"baseline_latency_ms", 1.0},  // fib_execute carries the parent's baseline fields
+          {"baseline_trials_ms", {1.0, 1.02, 0.98}},
           {"plan_index", 0}};
 }
 
@@ -47,13 +52,14 @@ json Evaluated(const std::string& name, const std::vector<double>& trials) {
                                     {"trial_latency_ms", trials}}})}};
 }
 
+// fib_score, then native:select: {records (fib_score's), beam, best}.
 json Select(const json& candidates, const json& results, const std::filesystem::path& dir) {
-  json best = {{"d", Parent()}};
-  best["d"]["baseline_latency_ms"] = 1.0;
-  best["d"]["baseline_trials_ms"] = {1.0, 1.02, 0.98};
-  return RunStage("fib_select",
-                  {{"candidates", candidates}, {"results", results}, {"best", best}, {"beam", json::array({Parent()})}, {"beam_width", 2}},
-                  dir);
+  json scored = RunStage("fib_score", {{"candidates", candidates}, {"results", results}}, dir);
+  json out = RunStage("select", {{"records", scored["records"]}, {"best", {{"d", Parent()}}}, {"beam", json::array({Parent()})},
+                                 {"beam_width", 2}},
+                      dir);
+  out["records"] = scored["records"];
+  return out;
 }
 
 const json* Record(const json& out, const std::string& id) {
@@ -64,7 +70,7 @@ const json* Record(const json& out, const std::string& id) {
 
 }  // namespace
 
-TEST_CASE("fib_select: a gain within the trials' noise does not replace the best", "[flashinfer][noise]") {
+TEST_CASE("fib_score and select: a gain within the trials' noise does not replace the best", "[flashinfer][noise]") {
   TempDir dir;
   // Mean 0.9 ms (a 1.11x point speedup) but the trials disagree: 0.6 to 1.2 ms.
   json out = Select(json::array({Candidate("jitter")}), json::array({Evaluated("jitter", {0.6, 1.2, 0.9})}), dir.path());
@@ -82,7 +88,7 @@ TEST_CASE("fib_select: a gain within the trials' noise does not replace the best
   CHECK(in_beam);
 }
 
-TEST_CASE("fib_select: a gain beyond the noise becomes the best, with its interval against the baseline", "[flashinfer][noise]") {
+TEST_CASE("fib_score and select: a gain beyond the noise becomes the best, with its interval against the baseline", "[flashinfer][noise]") {
   TempDir dir;
   json out = Select(json::array({Candidate("jitter"), Candidate("fast")}),
                     json::array({Evaluated("jitter", {0.6, 1.2, 0.9}), Evaluated("fast", {0.5, 0.51, 0.49})}), dir.path());
@@ -96,7 +102,7 @@ TEST_CASE("fib_select: a gain beyond the noise becomes the best, with its interv
   CHECK(best["baseline_speedup_ci"][1].get<double>() < 2.2);
 }
 
-TEST_CASE("fib_select: with one trial the noise is unmeasured and no speedup is accepted", "[flashinfer][noise]") {
+TEST_CASE("fib_score and select: with one trial the noise is unmeasured and no speedup is accepted", "[flashinfer][noise]") {
   TempDir dir;
   // A "15x" from a single timing: recorded, never the best.
   json out = Select(json::array({Candidate("lucky")}), json::array({Evaluated("lucky", {0.066})}), dir.path());
@@ -125,7 +131,7 @@ TEST_CASE("fib_summarize: only speedups beyond the noise become lessons", "[flas
   CHECK(llm.Requests().size() == 1);
 }
 
-TEST_CASE("fib_select: timed calls are the repeats when both sides have them", "[flashinfer][noise]") {
+TEST_CASE("fib_score and select: timed calls are the repeats when both sides have them", "[flashinfer][noise]") {
   TempDir dir;
   // Two trials whose medians disagree (0.5 and 0.9 ms: within the trials' noise at n = 2), but
   // 20 timed calls a side, all clearly below the parent's 20 calls around 1 ms.
