@@ -24,6 +24,7 @@
 #include "stages.h"
 
 #include "accelopt/sdk/code_blocks.hpp"
+#include "accelopt/sdk/llm.hpp"
 #include "accelopt/sdk/numbers.hpp"
 #include "accelopt/sdk/prompts.hpp"
 
@@ -136,25 +137,6 @@ std::string PlanText(const json& plan) {
 }
 
 
-// LLM calls of one stage, at most `limit` in flight; each returns the reply text or throws.
-// `problem` (the definition) is the request's problem for the per-problem spend caps
-// (docs/llm.md, "Spend caps"); a request over a cap throws StageFailure{llm_spend_cap}, unsent.
-struct Llm {
-  const accelopt::sdk::StageContext& ctx;
-  std::string endpoint;
-  json with;
-  std::string Chat(const std::string& system, const std::string& user, int64_t seed, const std::string& problem) const {
-    if (ctx.Cancelled()) throw StageFailure("cancelled", "the stage was cancelled; request not sent");
-    json request = {{"endpoint", endpoint},
-                    {"messages", json::array({{{"role", "system"}, {"content", system}}, {{"role", "user"}, {"content", user}}})},
-                    {"seed", seed}};
-    if (!problem.empty()) request["problem"] = problem;
-    if (with.contains("temperature") && with["temperature"].is_number()) request["temperature"] = with["temperature"];
-    if (with.contains("max_tokens") && with["max_tokens"].is_number_integer()) request["max_tokens"] = with["max_tokens"];
-    return ctx.LlmChat(request).value("content", "");
-  }
-};
-
 template <class T>
 std::vector<T> Parallel(size_t n, int limit, const std::function<T(size_t)>& fn) {
   std::vector<T> out(n);
@@ -176,8 +158,6 @@ std::string SystemWithMemory(const std::string& system, const json& memory, cons
 
 using accelopt::sdk::ListParam;
 
-constexpr const char* kSpendCap = "llm_spend_cap";
-
 // "500 requests / 10000000 tokens / 10 USD" from a caps scope of the spend status (null = no cap).
 std::string CapsText(const json& caps) {
   std::string out;
@@ -189,20 +169,13 @@ std::string CapsText(const json& caps) {
   return out;
 }
 
-// The cases (`key` of each of `items`) whose LLM spend cap is reached: case -> reason
-// (docs/llm.md, "Spend caps"); their search is over.
-std::map<std::string, std::string> Stopped(const accelopt::sdk::StageContext& ctx, const json& items, const char* key) {
-  std::set<std::string> cases;
-  for (const auto& item : items) cases.insert(std::string(key) == "case" ? CaseOf(item) : item.value(key, std::string()));
-  cases.erase("");
-  return ctx.LlmStopped(ctx.Param<std::string>("llm"), std::vector<std::string>(cases.begin(), cases.end()));
+// The definitions among `items` (their case_name, or their candidate's) whose LLM spend cap
+// is reached: definition -> reason (docs/llm.md, "Spend caps"); their search is over.
+std::map<std::string, std::string> Stopped(const accelopt::sdk::StageContext& ctx, const json& items) {
+  return accelopt::sdk::SpendStopped(ctx, ctx.Param<std::string>("llm"), items, "case_name");
 }
 
-json StoppedJson(const std::map<std::string, std::string>& stopped) {
-  json out = json::object();
-  for (const auto& [name, reason] : stopped) out[name] = reason;
-  return out;
-}
+using accelopt::sdk::StoppedJson;
 
 }  // namespace
 
@@ -269,7 +242,7 @@ json RunFibOptimizeInit(accelopt::sdk::StageContext& ctx) {
     }
     json one = item;
     one["solutions"] = json::array({start});
-    cases.push_back({{"id", "c0_" + d.name}, {"case", d.name}, {"item", one}, {"solution", start}, {"parent", nullptr}});
+    cases.push_back({{"id", "c0_" + d.name}, {"case", d.name}, {"case_name", d.name}, {"item", one}, {"solution", start}, {"parent", nullptr}});
   }
   ctx.Info(pipeline + ": " + std::to_string(cases.size()) + " case(s), language " + language + ", LLM endpoint '" +
            endpoint + "' (model " + described.value("model", std::string("?")) + ")");
@@ -285,13 +258,13 @@ json RunFibPlan(accelopt::sdk::StageContext& ctx) {
   const std::string facts = Facts(prompts, language);
   const accelopt::sdk::Prompts templates(prompts);
   const std::string system = templates.Render("planner_system", {{"language_facts", facts}, {"language", language}});
-  Llm llm{ctx, ctx.Param<std::string>("llm"), ctx.With()};
+  const accelopt::sdk::LlmCaller llm(ctx, ctx.Param<std::string>("llm"), ctx.With());
   struct Job {
     json candidate;
     int index;
   };
   // A definition whose spend cap is reached gets no more plans (its search is over).
-  const auto capped = Stopped(ctx, beam, "case");
+  const auto capped = Stopped(ctx, beam);
   std::vector<Job> jobs;
   for (const auto& c : beam) {
     if (capped.count(CaseOf(c))) continue;
@@ -307,9 +280,9 @@ json RunFibPlan(accelopt::sdk::StageContext& ctx) {
     std::string sys = SystemWithMemory(system, ctx.Param<json>("memory"), CaseOf(job.candidate),
                                        static_cast<int>(ctx.Param<int64_t>("max_experiences")));
     try {
-      return {{"plan", llm.Chat(sys, user, seed + static_cast<int64_t>(k), CaseOf(job.candidate))}};
+      return {{"plan", llm.Chat(CaseOf(job.candidate), sys, user, seed + static_cast<int64_t>(k)).value("content", "")}};
     } catch (const StageFailure& failure) {
-      if (failure.kind == kSpendCap) return {{"not_sent", true}};
+      if (failure.kind == accelopt::sdk::kSpendCapKind) return {{"not_sent", true}};
       return {{"error", failure.kind + ": " + failure.what()}};
     }
   });
@@ -338,11 +311,12 @@ json RunFibPlan(accelopt::sdk::StageContext& ctx) {
       out.push_back(entry);
     }
   }
-  const auto stopped = Stopped(ctx, beam, "case");
+  const auto stopped = Stopped(ctx, beam);
   for (const auto& [name, reason] : stopped) ctx.Info(name + ": no more plans: " + reason);
   accelopt::sdk::WriteJsonFile(fs::path(ctx.StageDir()) / "planner_results.json", {{"plans", out}, {"failures", failures}});
   ctx.Info("planned " + std::to_string(out.size()) + " of " + std::to_string(jobs.size()) +
            (not_sent ? ", " + std::to_string(not_sent) + " not sent (spend cap)" : ""));
+  llm.Save(ctx, "fib_plan");  // <run>/optimize/llm_usage.jsonl, as the NKI loop's stages
   return {{"plans", out}, {"failures", failures}, {"stopped", StoppedJson(stopped)}, {"not_sent", not_sent}};
 }
 
@@ -356,12 +330,12 @@ json RunFibExecute(accelopt::sdk::StageContext& ctx) {
   const std::string model = Sanitize(ctx.Param<std::string>("model"));
   const accelopt::sdk::Prompts templates(prompts);
   const std::string system = templates.Render("executor_system", {{"language_facts", Facts(prompts, language)}, {"language", language}});
-  Llm llm{ctx, ctx.Param<std::string>("llm"), ctx.With()};
+  const accelopt::sdk::LlmCaller llm(ctx, ctx.Param<std::string>("llm"), ctx.With());
   struct Job {
     json plan;
     int sample;
   };
-  const auto capped = Stopped(ctx, plans, "case");
+  const auto capped = Stopped(ctx, plans);
   std::vector<Job> jobs;
   for (const auto& p : plans) {
     if (capped.count(CaseOf(p))) continue;  // spend cap reached: no request for it
@@ -375,9 +349,9 @@ json RunFibExecute(accelopt::sdk::StageContext& ctx) {
                                                           {"optimization_plan", PlanText(jobs[k].plan)},
                                                           {"language", language}});
     try {
-      return {{"reply", llm.Chat(system, user, seed + static_cast<int64_t>(k), CaseOf(jobs[k].plan))}};
+      return {{"reply", llm.Chat(CaseOf(jobs[k].plan), system, user, seed + static_cast<int64_t>(k)).value("content", "")}};
     } catch (const StageFailure& failure) {
-      if (failure.kind == kSpendCap) return {{"not_sent", true}};
+      if (failure.kind == accelopt::sdk::kSpendCapKind) return {{"not_sent", true}};
       return {{"error", failure.kind + ": " + failure.what()}};
     }
   });
@@ -464,6 +438,7 @@ json RunFibExecute(accelopt::sdk::StageContext& ctx) {
   ctx.Info("executed " + std::to_string(candidates.size()) + " candidate(s), " + std::to_string(failures.size() - unchanged) +
            " without code" + (unchanged ? ", " + std::to_string(unchanged) + " unchanged (the parent's code)" : "") +
            (not_sent ? ", " + std::to_string(not_sent) + " not sent (spend cap)" : ""));
+  llm.Save(ctx, "fib_execute");
   return {{"candidates", candidates}, {"failures", failures}, {"not_sent", not_sent}};
 }
 
@@ -506,7 +481,7 @@ json RunFibSummarize(accelopt::sdk::StageContext& ctx) {
   std::sort(positive.begin(), positive.end(), [](const json& a, const json& b) { return a["speedup"] > b["speedup"]; });
   std::sort(negative.begin(), negative.end(), [](const json& a, const json& b) { return a["speedup"] < b["speedup"]; });
   // Definitions whose spend cap is reached get no summary (no request).
-  const auto capped = Stopped(ctx, records, "case");
+  const auto capped = Stopped(ctx, records);
   auto open = [&](const std::vector<json>& list) {
     std::vector<json> out;
     for (const auto& r : list)
@@ -520,7 +495,7 @@ json RunFibSummarize(accelopt::sdk::StageContext& ctx) {
   for (size_t i = 0; i < negative.size() && chosen.size() < top_k; ++i) chosen.push_back(negative[i]);
   const accelopt::sdk::Prompts templates(prompts);
   const std::string system = templates.Render("summarizer_system", {{"language", language}});
-  Llm llm{ctx, ctx.Param<std::string>("llm"), ctx.With()};
+  const accelopt::sdk::LlmCaller llm(ctx, ctx.Param<std::string>("llm"), ctx.With());
   auto replies = Parallel<json>(chosen.size(), static_cast<int>(ctx.Param<int64_t>("max_concurrency")), [&](size_t k) -> json {
     const json& r = chosen[k];
     double s = r["speedup"];
@@ -529,7 +504,7 @@ json RunFibSummarize(accelopt::sdk::StageContext& ctx) {
     // AccelOpt never fills {speedup}; here it is filled (flashinfer-facts §3.5 quirk, fixed).
     std::string user = templates.Render("summarizer_user", {{"slow_kernel", slow}, {"fast_kernel", fast}, {"speedup", std::to_string(std::max(s, 1 / s))}});
     try {
-      return {{"reply", llm.Chat(system, user, 7000 + static_cast<int64_t>(k), r.value("case", ""))}};
+      return {{"reply", llm.Chat(CaseOf(r), system, user, 7000 + static_cast<int64_t>(k)).value("content", "")}};
     } catch (const StageFailure& failure) {
       return {{"error", failure.what()}};
     }
@@ -547,6 +522,7 @@ json RunFibSummarize(accelopt::sdk::StageContext& ctx) {
                      {"after", EntrySource(chosen[k]["solution"])}});
   }
   accelopt::sdk::WriteJsonFile(fs::path(ctx.StageDir()) / "rewrites.json", {{"items", items}});
+  llm.Save(ctx, "fib_summarize");
   return {{"items", items}};
 }
 

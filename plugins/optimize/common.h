@@ -15,7 +15,8 @@
 #include <vector>
 
 #include "accelopt/plugin_sdk.hpp"
-#include "llm_caller.h"
+#include "accelopt/sdk/llm.hpp"
+#include "llm_mode.h"
 #include "accelopt/sdk/prompts.hpp"
 #include "reply_parse.h"
 #include "source_text.h"
@@ -26,6 +27,13 @@ namespace accelopt_optimize {
 using nlohmann::json;
 using accelopt::sdk::StageContext;
 using accelopt::sdk::StageFailure;
+// The LLM caller, its usage and the spend caps' stop list (accelopt/sdk/llm.hpp).
+using accelopt::sdk::IsSpendCap;
+using accelopt::sdk::kSpendCapKind;
+using accelopt::sdk::LlmCaller;
+using accelopt::sdk::SpendStopped;
+using accelopt::sdk::StoppedJson;
+using accelopt::sdk::Usage;
 /// accelopt/sdk/prompts.hpp: the mustache templates of a prompts folder.
 using accelopt::sdk::Prompts;
 

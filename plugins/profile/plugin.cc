@@ -61,8 +61,10 @@ constexpr const char* kReportOutputs = R"JSON({
 const AccelStageDescriptor kStages[] = {
     ACCELOPT_STAGE_WITH_OUTPUTS("profile", "Profile one NKI kernel: 5-seed correctness vs the NumPy reference (or screen-then-confirm), latency and profiler metrics.",
                    kProfileParams, kProfileOutputs, accelopt_profile::RunProfile),
-    ACCELOPT_STAGE_WITH_OUTPUTS("profile_report", "Write profile_results.csv (AccelOpt columns), profile_results.json and summary.txt.",
-                   kReportParams, kReportOutputs, accelopt_profile::RunProfileReport),
+    ACCELOPT_STAGE_WITH_OUTPUTS("profile_results", "Write profile_results.csv (AccelOpt columns), profile_results.json and summary.txt.",
+                   kReportParams, kReportOutputs, accelopt_profile::RunProfileResults),
+    ACCELOPT_STAGE_WITH_OUTPUTS("profile_report", "Former name of profile_results (kept for older pipelines; warns).",
+                   kReportParams, kReportOutputs, accelopt_profile::RunProfileReportDeprecated),
 };
 
 }  // namespace

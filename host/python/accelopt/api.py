@@ -44,8 +44,10 @@ ENTRIES = {
                                      "a planner's move kind matched to an applicable move"),
     "bottleneck.weigh": Entry("accelopt.search.bottleneck", "weigh", 1, _OBJECT,
                               "profile priors of a node's moves (docs/search.md)"),
-    "canon.state_hashes": Entry("accelopt.search.canon", "state_hashes", 1, _obj("paths"),
-                                "canonical AST hashes of kernels (graph search transpositions)"),
+    "canon.state_hashes": Entry("accelopt.search.canon", "state_hashes", 1,
+                                {"type": "object", "anyOf": [{"required": ["paths"]}, {"required": ["sources"]}],
+                                 "properties": {"paths": {"type": "array"}, "sources": {"type": "array"}}},
+                                "canonical AST hashes of kernels, from files or sources (graph search transpositions)"),
     # problems, peaks and prompts
     "peak.describe": Entry("accelopt.peak", "describe", 1, _OBJECT, "% of peak of a latency (nkibench/README.md)"),
     "launch_cost.describe": Entry("accelopt.launch_cost", "describe", 1, _OBJECT,

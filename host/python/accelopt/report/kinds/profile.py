@@ -2,7 +2,7 @@
 
 Recognised by ``profile_results.json`` at the top of the run directory (a
 list of ``{"case", "profile"}`` rows in the order of the profile stage's
-items, written by ``native:profile_report``).
+items, written by ``native:profile_results``).
 """
 import collections
 import math

@@ -1,6 +1,8 @@
-// native:profile_report - writes profile results the way AccelOpt does
+// native:profile_results - writes profile results the way AccelOpt does
 // (profile_results.csv with its columns) plus a JSON file and a summary
-// text, at the top of the run directory.
+// text, at the top of the run directory. `profile_report` is the stage's former
+// name, kept so that older pipelines run (with a warning): "report" is the
+// run's HTML report (docs/architecture.md, "Words").
 #include <filesystem>
 #include <sstream>
 
@@ -41,7 +43,7 @@ json ProfileColumn(const json& result) {
 
 }  // namespace
 
-json RunProfileReport(StageContext& ctx) {
+json RunProfileResults(StageContext& ctx) {
   const json given = ctx.OptionalParam<json>("results").value_or(json::array());
   const json results = given.is_array() ? given : json::array();
   const fs::path out_dir = ctx.OptionalParam<std::string>("out_dir").value_or(ctx.RunDir());
@@ -76,6 +78,11 @@ json RunProfileReport(StageContext& ctx) {
   ctx.Info(std::to_string(correct) + "/" + std::to_string(results.size()) + " kernels correct; results in " +
            (out_dir / "profile_results.csv").string());
   return outputs;
+}
+
+json RunProfileReportDeprecated(StageContext& ctx) {
+  ctx.Warn("native:profile_report is the former name of native:profile_results; use the new name");
+  return RunProfileResults(ctx);
 }
 
 }  // namespace accelopt_profile
