@@ -19,11 +19,22 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The settings that keep a CPU timing short: one workload, 2 trials of 10 timed calls.
-std::vector<std::string> QuickTiming(const fs::path& root, const std::string& base_url) {
-  return {"--set", "vars.trace_set=" + root.string(), "--set", "vars.definitions=[rmsnorm_h16]", "--set", "vars.authors=[tests]",
-          "--set", "vars.trials=2", "--set", "vars.warmup=2", "--set", "vars.iterations_timed=10", "--set", "vars.cold_cache=false",
-          "--set", "llm.default.base_url=" + base_url, "--set", "llm.default.model=fake-model"};
+// Runs `pipeline` on the fixture's rmsnorm_h16 with kSlow as its start, against `server`,
+// with `sets` and the settings that keep a CPU timing short (one workload, 2 trials of 10
+// timed calls); the run directory is `dir`/run.
+CommandResult RunOnSlowRmsnorm(const std::string& pipeline, const std::vector<std::string>& sets, const fs::path& dir,
+                           const ScriptedLlmServer& server) {
+  const fs::path root = TraceSetWithSlowSolution(dir);
+  std::vector<std::string> args = {"run", SourcePath(pipeline).string(), "--run-dir", (dir / "run").string(),
+                                   "--set", "vars.trace_set=" + root.string(), "--set", "vars.definitions=[rmsnorm_h16]",
+                                   "--set", "vars.authors=[tests]", "--set", "vars.trials=2", "--set", "vars.warmup=2",
+                                   "--set", "vars.iterations_timed=10", "--set", "vars.cold_cache=false",
+                                   "--set", "llm.default.base_url=" + server.BaseUrl(), "--set", "llm.default.model=fake-model"};
+  for (const auto& s : sets) {
+    args.push_back("--set");
+    args.push_back(s);
+  }
+  return RunHost(args);
 }
 
 std::vector<json> JsonLines(const fs::path& path) {
@@ -43,13 +54,9 @@ TEST_CASE("flashinfer-mcgs: the graph search finds the scripted rewrite and merg
     return;
   }
   TempDir dir;
-  const fs::path root = TraceSetWithSlowSolution(dir.path());
   ScriptedLlmServer server(VectorizingModel);
   const fs::path run = dir.path() / "run";
-  std::vector<std::string> args = {"run", SourcePath("pipelines/flashinfer-mcgs.yaml").string(), "--run-dir", run.string(),
-                                   "--set", "vars.budget=3", "--set", "vars.workers=1", "--set", "vars.moves=2"};
-  for (const auto& a : QuickTiming(root, server.BaseUrl())) args.push_back(a);
-  auto result = RunHost(args);
+  auto result = RunOnSlowRmsnorm("pipelines/flashinfer-mcgs.yaml", {"vars.budget=3", "vars.workers=1", "vars.moves=2"}, dir.path(), server);
   INFO(result.output);
   REQUIRE(result.exit_code == 0);
   json report = ReadJson(run / "optimize_report.json");
@@ -81,13 +88,9 @@ TEST_CASE("flashinfer-agent: the agent keeps the scripted rewrite and its lesson
     return;
   }
   TempDir dir;
-  const fs::path root = TraceSetWithSlowSolution(dir.path());
   ScriptedLlmServer server(VectorizingModel);
   const fs::path run = dir.path() / "run";
-  std::vector<std::string> args = {"run", SourcePath("pipelines/flashinfer-agent.yaml").string(), "--run-dir", run.string(),
-                                   "--set", "vars.rounds=2", "--set", "vars.plans=1"};
-  for (const auto& a : QuickTiming(root, server.BaseUrl())) args.push_back(a);
-  auto result = RunHost(args);
+  auto result = RunOnSlowRmsnorm("pipelines/flashinfer-agent.yaml", {"vars.rounds=2", "vars.plans=1"}, dir.path(), server);
   INFO(result.output);
   REQUIRE(result.exit_code == 0);
   json report = ReadJson(run / "optimize_report.json");

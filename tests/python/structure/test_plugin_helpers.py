@@ -28,14 +28,20 @@ def _offenders(text, path):
     return found
 
 
-def test_no_plugin_defines_its_own_copy_of_an_sdk_helper():
-    offenders = []
+def _plugin_sources():
+    """(path relative to the repository, text) of every C++ file under plugins/."""
     for root, _dirs, files in os.walk(os.path.join(REPO, "plugins")):
-        for name in files:
+        for name in sorted(files):
             if name.endswith((".cc", ".h", ".hpp", ".cpp")):
                 path = os.path.join(root, name)
                 with open(path, encoding="utf-8", errors="replace") as handle:
-                    offenders += _offenders(handle.read(), os.path.relpath(path, REPO))
+                    yield os.path.relpath(path, REPO), handle.read()
+
+
+def test_no_plugin_defines_its_own_copy_of_an_sdk_helper():
+    offenders = []
+    for path, text in _plugin_sources():
+        offenders += _offenders(text, path)
     assert not offenders, "use accelopt::sdk's helper (host/include/accelopt/sdk/):\n" + "\n".join(offenders)
 
 
@@ -74,12 +80,8 @@ def test_no_plugin_builds_a_chat_request_of_its_own():
     # accelopt::sdk::LlmCaller sends every chat request (seed, sampling settings, the problem for
     # the spend caps, cancellation, usage): a `"messages"` array under plugins/ would be a copy.
     offenders = []
-    for root, _dirs, files in os.walk(os.path.join(REPO, "plugins")):
-        for name in files:
-            if name.endswith((".cc", ".h", ".hpp", ".cpp")):
-                path = os.path.join(root, name)
-                with open(path, encoding="utf-8", errors="replace") as handle:
-                    for number, line in enumerate(handle, 1):
-                        if '"messages"' in line.split("//", 1)[0]:
-                            offenders.append(f"{os.path.relpath(path, REPO)}:{number}: {line.strip()}")
+    for path, text in _plugin_sources():
+        for number, line in enumerate(text.splitlines(), 1):
+            if '"messages"' in line.split("//", 1)[0]:
+                offenders.append(f"{path}:{number}: {line.strip()}")
     assert not offenders, "send chat requests through accelopt::sdk::LlmCaller:\n" + "\n".join(offenders)
