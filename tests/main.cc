@@ -60,5 +60,12 @@ int main(int argc, char* argv[]) {
   spdlog::set_level(spdlog::level::warn);
   accelopt::python::Initialize({std::string(ACCELOPT_TEST_DIR) + "/python"});
   RegisterPythonTests();
-  return Catch::Session().run(argc, argv);
+  int failed = Catch::Session().run(argc, argv);
+  // The interpreter is never finalised (interpreter.cc), so Python's atexit handlers would
+  // not run: run them here, which removes the Python tests' temporary folders.
+  {
+    accelopt::python::Gil gil;
+    py::module_::import("atexit").attr("_run_exitfuncs")();
+  }
+  return failed;
 }

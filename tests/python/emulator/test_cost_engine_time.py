@@ -30,13 +30,14 @@ def _engine_time():
 def test_measured_active_times_are_shares_of_the_latency():
     import pathlib
     e = _engine_time()
-    tmp_path = pathlib.Path(tempfile.mkdtemp())
-    path = tmp_path / e.CSV_PATH
-    path.parent.mkdir(parents=True)
-    profile = ('"{""latency"": 2.0, ""scalar_engine_active_time_percent"": 0.25, '
-               '""vector_engine_active_time_percent"": 0.5}"')
-    path.write_text("problem,values,profile\nsilu,{},%s\n" % profile)
-    ms, active = e.measured_active(str(tmp_path))["silu"]
+    with tempfile.TemporaryDirectory() as folder:
+        tmp_path = pathlib.Path(folder)
+        path = tmp_path / e.CSV_PATH
+        path.parent.mkdir(parents=True)
+        profile = ('"{""latency"": 2.0, ""scalar_engine_active_time_percent"": 0.25, '
+                   '""vector_engine_active_time_percent"": 0.5}"')
+        path.write_text("problem,values,profile\nsilu,{},%s\n" % profile)
+        ms, active = e.measured_active(str(tmp_path))["silu"]
     assert ms == 2.0 and active == {"scalar": 0.5, "vector": 1.0}
 
 

@@ -5,7 +5,9 @@ vector/scalar FLOPs, matmul FLOPs and HBM bytes of one call; ``accelopt.peak.des
 uses it when given the reference, and says how to declare it when neither the reference
 nor the built-in table of the 14 problems knows the problem.
 """
+import atexit
 import os
+import shutil
 import tempfile
 
 from accelopt import peak
@@ -33,6 +35,7 @@ def peak_work():
 
 def _write(text):
     folder = tempfile.mkdtemp(prefix="peak_declared_")
+    atexit.register(shutil.rmtree, folder, True)
     path = os.path.join(folder, "double_M256_N1024_numpy.py")
     with open(path, "w", encoding="utf-8") as handle:
         handle.write(text)
