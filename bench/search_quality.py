@@ -142,7 +142,7 @@ def effects(run, nkibench, build, rows, out=sys.stdout):
 
 def _rows_from_records(run):
     """Report rows rebuilt from ``optimize/records.jsonl`` (the candidates of the finished iterations)
-    when a run stopped before writing optimize_report.json; (rows, report header dict)."""
+    when a run stopped before writing optimize_results.json; (rows, report header dict)."""
     by = {}
     with open(os.path.join(run, "optimize", "records.jsonl"), encoding="utf-8") as handle:
         for line in handle:
@@ -171,10 +171,18 @@ def _rows_from_records(run):
     return rows, {"mode": "rules (partial: optimize/records.jsonl)", "target": "trn1"}
 
 
+def results_file(run):
+    """The run's optimize_results.json, or optimize_report.json (its name in runs made before the rename)."""
+    for name in ("optimize_results.json", "optimize_report.json"):
+        if os.path.exists(os.path.join(run, name)):
+            return os.path.join(run, name)
+    return os.path.join(run, "optimize_results.json")
+
+
 def report(run, pipeline_label, out=sys.stdout):
     """Prints the per-problem table of a run directory; returns the rows (list of dict). A run that
     stopped early is read from its records (the candidates of its finished iterations)."""
-    path = os.path.join(run, "optimize_report.json")
+    path = results_file(run)
     if os.path.exists(path):
         with open(path, encoding="utf-8") as handle:
             rep = json.load(handle)
@@ -241,7 +249,7 @@ def main(argv=None):
     print("$ " + " ".join(f"'{c}'" if " " in c or "{" in c else c for c in cmd), flush=True)
     started = time.time()
     rc = subprocess.call(cmd)
-    if not os.path.exists(os.path.join(run, "optimize_report.json")):
+    if not os.path.exists(results_file(run)):
         print(f"no report (exit status {rc})", file=sys.stderr)
         return rc or 1
     print(f"wall time {time.time() - started:.0f} s, exit status {rc}")

@@ -53,9 +53,11 @@ def run_one(args, strategy, problems, budget, nkibench, cases, label):
 
 
 def rows_of(run):
-    """{problem: (speedup, candidates)} from a run's optimize_report.json ({} when missing)."""
+    """{problem: (speedup, candidates)} from a run's optimize_results.json ({} when missing)."""
     try:
-        with open(os.path.join(run, "optimize_report.json"), encoding="utf-8") as handle:
+        names = [n for n in ("optimize_results.json", "optimize_report.json")  # the second: its former name
+                 if os.path.exists(os.path.join(run, n))] or ["optimize_results.json"]
+        with open(os.path.join(run, names[0]), encoding="utf-8") as handle:
             report = json.load(handle)
     except (OSError, ValueError):
         return {}

@@ -1,6 +1,6 @@
 // AccelOpt's FlashInfer-Bench loop (flashinfer-facts §3.4-3.5; docs/flashinfer.md):
 // native:fib_optimize_init (needs an LLM: without one it is a usage error),
-// fib_plan, fib_execute, fib_summarize and fib_optimize_report. The records are
+// fib_plan, fib_execute, fib_summarize and fib_optimize_results. The records are
 // fib_score's (score_stage.cc); the beam is native:select's, as in the NKI loop.
 // Candidates are FIB Solutions (author AccelOpt, entry main.py::run,
 // value-returning as AccelOpt forces), profiled by native:fib_evaluate; the
@@ -526,7 +526,7 @@ json RunFibSummarize(accelopt::sdk::StageContext& ctx) {
   return {{"items", items}};
 }
 
-json RunFibOptimizeReport(accelopt::sdk::StageContext& ctx) {
+json RunFibOptimizeResults(accelopt::sdk::StageContext& ctx) {
   json best = ctx.Param<json>("best");
   if (!best.is_object()) best = json::object();
   fs::path run = ctx.RunDir();
@@ -577,10 +577,15 @@ json RunFibOptimizeReport(accelopt::sdk::StageContext& ctx) {
        << CapsText(spend["caps"].value("problem", json::object())) << ", per run " << CapsText(spend["caps"].value("run", json::object()))
        << ".\n";
   }
-  accelopt::sdk::WriteJsonFile(run / "optimize_report.json", report);
-  accelopt::sdk::WriteFile(run / "optimize_report.md", md.str());
+  accelopt::sdk::WriteJsonFile(run / "optimize_results.json", report);
+  accelopt::sdk::WriteFile(run / "optimize_results.md", md.str());
   ctx.Info("\n" + md.str());
   return report;
+}
+
+json RunFibOptimizeReportDeprecated(accelopt::sdk::StageContext& ctx) {
+  ctx.Warn("native:fib_optimize_report is the former name of native:fib_optimize_results; use the new name");
+  return RunFibOptimizeResults(ctx);
 }
 
 }  // namespace accelopt_fib_plugin

@@ -12,7 +12,9 @@ nlohmann::json RunFibOptimizeInit(accelopt::sdk::StageContext& ctx);
 nlohmann::json RunFibPlan(accelopt::sdk::StageContext& ctx);
 nlohmann::json RunFibExecute(accelopt::sdk::StageContext& ctx);
 nlohmann::json RunFibSummarize(accelopt::sdk::StageContext& ctx);
-nlohmann::json RunFibOptimizeReport(accelopt::sdk::StageContext& ctx);
+nlohmann::json RunFibOptimizeResults(accelopt::sdk::StageContext& ctx);
+/// native:fib_optimize_report - the former name of native:fib_optimize_results (warns).
+nlohmann::json RunFibOptimizeReportDeprecated(accelopt::sdk::StageContext& ctx);
 nlohmann::json RunFibScore(accelopt::sdk::StageContext& ctx);
 
 }  // namespace accelopt_fib_plugin

@@ -1,6 +1,6 @@
 // plugins/optimize/common.h - what every optimization-loop stage (plan,
 // execute, score, fixer, select, summarize, memory, optimize_init,
-// optimize_report) includes: the helpers' headers (files, source text, reply
+// optimize_results) includes: the helpers' headers (files, source text, reply
 // parsing, prompt templates, LLM calls) and the small shared utilities below.
 // docs/optimize.md describes the data the stages exchange.
 #pragma once

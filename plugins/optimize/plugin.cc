@@ -189,8 +189,8 @@ const std::string kReportOutputs = R"JSON({
   "spend": {"type": "object", "doc": "the LLM endpoint's spend caps and what was spent, per run and per problem, with the reason a cap stopped a problem (null without an LLM; docs/llm.md, 'Spend caps')"},
   "target": {"type": "string", "doc": "trn1 or trn2"},
   "mode": {"type": "string", "doc": "llm or rules"},
-  "markdown": {"type": "string", "doc": "path of optimize_report.md"},
-  "json": {"type": "string", "doc": "path of optimize_report.json"}
+  "markdown": {"type": "string", "doc": "path of optimize_results.md"},
+  "json": {"type": "string", "doc": "path of optimize_results.json"}
 })JSON";
 
 using namespace accelopt_optimize;
@@ -216,8 +216,10 @@ const AccelStageDescriptor kStages[] = {
                    kRenderParams, kRenderOutputs.c_str(), RunRenderPrompts),
     ACCELOPT_STAGE_WITH_OUTPUTS("reflect", "Agent reflexion in LLM mode: after a failed or slower attempt the model writes the lesson (one or two sentences) for native:agent_step; none without an LLM or when the call fails.",
                    kReflectParams.c_str(), kReflectOutputs.c_str(), RunReflect),
-    ACCELOPT_STAGE_WITH_OUTPUTS("optimize_report", "Final report per problem: original/best latency, speedup, % of peak, winning kernel and lineage, LLM tokens and cost.",
-                   kReportParams, kReportOutputs.c_str(), RunReport),
+    ACCELOPT_STAGE_WITH_OUTPUTS("optimize_results", "Results per problem: original/best latency, speedup, % of peak, winning kernel and lineage, LLM tokens and cost (optimize_results.json/.md).",
+                   kReportParams, kReportOutputs.c_str(), RunOptimizeResults),
+    ACCELOPT_STAGE_WITH_OUTPUTS("optimize_report", "Former name of optimize_results (kept for older pipelines; warns).",
+                   kReportParams, kReportOutputs.c_str(), RunOptimizeReportDeprecated),
 };
 
 }  // namespace

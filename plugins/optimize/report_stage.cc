@@ -1,8 +1,8 @@
-// native:optimize_report - the final report of an optimization run, one row per
+// native:optimize_results - the results of an optimization run, one row per
 // problem: original and best latency, speedup, % of peak before/after
 // (accelopt.peak), the winning kernel (copied to <out>/best/) and its lineage,
-// candidate counts and LLM tokens/cost. Writes optimize_report.json and
-// optimize_report.md.
+// candidate counts and LLM tokens/cost. Writes optimize_results.json and
+// optimize_results.md.
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -101,7 +101,7 @@ std::string Pct(const json& peak) {
 
 }  // namespace
 
-json RunReport(StageContext& ctx) {
+json RunOptimizeResults(StageContext& ctx) {
   const json& with = ctx.With();
   json baselines = with.value("baselines", json::object());
   json best = with.value("best", json::object());
@@ -252,13 +252,18 @@ json RunReport(StageContext& ctx) {
     md << "\n**The run failed:** " << nothing << ".\n";
     report["failure"] = {{"kind", "no_candidates"}, {"message", nothing}};
   }
-  WriteJson(out_dir / "optimize_report.json", report);
-  WriteText(out_dir / "optimize_report.md", md.str());
+  WriteJson(out_dir / "optimize_results.json", report);
+  WriteText(out_dir / "optimize_results.md", md.str());
   ctx.Info("\n" + md.str());
   if (!nothing.empty()) throw StageFailure("no_candidates", nothing);
-  report["markdown"] = (out_dir / "optimize_report.md").string();
-  report["json"] = (out_dir / "optimize_report.json").string();
+  report["markdown"] = (out_dir / "optimize_results.md").string();
+  report["json"] = (out_dir / "optimize_results.json").string();
   return report;
+}
+
+json RunOptimizeReportDeprecated(StageContext& ctx) {
+  ctx.Warn("native:optimize_report is the former name of native:optimize_results; use the new name");
+  return RunOptimizeResults(ctx);
 }
 
 }  // namespace accelopt_optimize

@@ -26,8 +26,11 @@ json RunMemory(StageContext& ctx);
 json RunRenderPrompts(StageContext& ctx);
 /// native:reflect - the agent loop's lessons written by the model after a failed or slower attempt.
 json RunReflect(StageContext& ctx);
-/// native:optimize_report - per-problem final report (latency, speedup, % of peak, lineage, LLM cost).
-json RunReport(StageContext& ctx);
+/// native:optimize_results - per-problem results of an optimization run (latency, speedup, % of peak,
+/// lineage, LLM cost): optimize_results.json/.md, best/<case>.py.
+json RunOptimizeResults(StageContext& ctx);
+/// native:optimize_report - the former name of native:optimize_results (warns).
+json RunOptimizeReportDeprecated(StageContext& ctx);
 
 // Pure parts, shared between stages.
 

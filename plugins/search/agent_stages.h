@@ -19,7 +19,7 @@ json RunAgentStep(StageContext& ctx);
 
 /// The current kernels of the problems still running (native:plan's beam).
 json AgentBeam(const json& state);
-/// case_name -> best kernel (native:optimize_report's best).
+/// case_name -> best kernel (native:optimize_results's best).
 json AgentBest(const json& state);
 /// experiments.jsonl and lessons.json of the run, rewritten atomically from the state.
 void WriteAgentFiles(const std::filesystem::path& dir, const json& state);

@@ -80,7 +80,7 @@ const std::string kMergeStatesOutputs = R"JSON({
 })JSON";
 const std::string kBackpropOutputs = R"JSON({
   "graph": {"type": "object", "doc": "the search state after backpropagation"},
-  "best": {"type": "object", "doc": "case_name -> incumbent kernel (native:optimize_report's `best`)"},
+  "best": {"type": "object", "doc": "case_name -> incumbent kernel (native:optimize_results's `best`)"},
   "frontier": {"type": "array", "doc": "new correct states, which need moves"},
   "evaluated": {"type": "integer", "doc": "evaluations backed up"},
   "done": {"type": "boolean", "doc": "every problem is done"},
@@ -111,7 +111,7 @@ const std::string kAgentStepParams = R"JSON({
 const std::string kAgentOutputs = R"JSON({
   "state": {"type": "object", "doc": "the agent state"},
   "beam": {"type": "array", "doc": "current kernels of the problems still running (feed native:plan)"},
-  "best": {"type": "object", "doc": "case_name -> best kernel (native:optimize_report's best)"}
+  "best": {"type": "object", "doc": "case_name -> best kernel (native:optimize_results's best)"}
 })JSON";
 const std::string kAgentPickOutputs = R"JSON({
   "state": {"type": "object", "doc": "the agent state, this round's picks recorded"},

@@ -90,5 +90,5 @@ TEST_CASE("resuming a beam search with a larger budget continues it without dupl
   auto ids = count_records();
   CHECK(ids.size() == 4);
   CHECK(std::set<std::string>(ids.begin(), ids.end()).size() == ids.size());
-  CHECK(ReadJson(run_dir / "optimize_report.json")["rows"][0]["candidates"]["candidates"] == 4);
+  CHECK(ReadJson(run_dir / "optimize_results.json")["rows"][0]["candidates"]["candidates"] == 4);
 }

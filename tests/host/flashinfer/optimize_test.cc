@@ -42,7 +42,7 @@ TEST_CASE("flashinfer-optimize: a scripted LLM's python rewrite passes and is fa
                          "llm.default.base_url=" + server.BaseUrl(), "--set", "llm.default.model=fake-model"});
   INFO(result.output);
   REQUIRE(result.exit_code == 0);
-  json report = ReadJson(run / "optimize_report.json");
+  json report = ReadJson(run / "optimize_results.json");
   REQUIRE(report["cases"].size() == 1);
   const json& c = report["cases"][0];
   CHECK(c["definition"] == "rmsnorm_h16");

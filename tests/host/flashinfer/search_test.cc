@@ -48,7 +48,7 @@ std::vector<json> JsonLines(const fs::path& path) {
 
 // The run's report: one definition, whose best is kFast at more than 1.5x, beyond the noise.
 void CheckTheRewriteWon(const fs::path& run) {
-  json report = ReadJson(run / "optimize_report.json");
+  json report = ReadJson(run / "optimize_results.json");
   REQUIRE(report["cases"].size() == 1);
   CHECK(report["cases"][0]["speedup"].get<double>() > 1.5);
   CHECK(report["cases"][0]["noise"] == "faster");

@@ -42,13 +42,13 @@ TEST_CASE("flashinfer-optimize: a per-definition spend cap ends the definition's
   auto requests = server.Requests();
   CHECK(requests.size() == 2);
   for (const auto& body : requests) CHECK(Role(body) != "summarizer");
-  const json report = ReadJson(run / "optimize_report.json");
+  const json report = ReadJson(run / "optimize_results.json");
   REQUIRE(report["cases"].size() == 1);
   CHECK(report["cases"][0]["speedup"].get<double>() > 1.5);  // the one candidate it could afford
   CHECK(report["cases"][0]["stopped"] == reason);
   CHECK(report["spend"]["caps"]["problem"]["requests"] == 2);
   CHECK(report["spend"]["run"]["requests"] == 2);
   CHECK(report["spend"]["run"]["refused"] == 0);  // the stages stopped asking: nothing had to be refused
-  CHECK_THAT(ReadFile(run / "optimize_report.md"), Catch::Contains("rmsnorm_h16: search stopped: " + reason));
+  CHECK_THAT(ReadFile(run / "optimize_results.md"), Catch::Contains("rmsnorm_h16: search stopped: " + reason));
   CHECK(ReadJson(run / "run.json")["status"] == "succeeded");
 }

@@ -71,7 +71,7 @@ std::vector<json> JsonLines(const std::filesystem::path& path) {
 
 // What must not differ between a run and its replay.
 json Outcome(const std::filesystem::path& run_dir) {
-  json report = ReadJson(run_dir / "optimize_report.json");
+  json report = ReadJson(run_dir / "optimize_results.json");
   json rows = json::array();
   for (const auto& row : report["rows"]) {
     rows.push_back({row["case_name"], row["status"], row["best_latency_ms"], row["speedup"], row["winner"]["id"], row["llm"]["requests"]});
@@ -108,7 +108,7 @@ TEST_CASE("LLM loop end to end: a real faster kernel reaches select and summariz
   }
 
   // The report: the fused kernel from iteration 0 won, with its lineage.
-  json report = ReadJson(run1 / "optimize_report.json");
+  json report = ReadJson(run1 / "optimize_results.json");
   REQUIRE(report["rows"].size() == 1);
   const json& row = report["rows"][0];
   CHECK(row["status"] == "improved");
@@ -121,7 +121,7 @@ TEST_CASE("LLM loop end to end: a real faster kernel reaches select and summariz
   CHECK_THAT(ReadFile(row["kernel"].get<std::string>()), Catch::Contains("op=nl.silu"));
   CHECK(row["llm"]["requests"].get<int>() > 0);
   CHECK(row["llm"]["cost_usd"].get<double>() > 0);
-  CHECK_THAT(ReadFile(run1 / "optimize_report.md"), Catch::Contains("improved"));
+  CHECK_THAT(ReadFile(run1 / "optimize_results.md"), Catch::Contains("improved"));
 
   // Every failure was recorded with its kind and the loop went on to iteration 1.
   std::map<std::string, int> kinds;
@@ -196,13 +196,13 @@ TEST_CASE("a run in which no candidate works still ends with a clear report", "[
                                                  "llm.default.base_url=" + server.BaseUrl(), "llm.default.model=fake-model"}));
   INFO(result.output);
   CHECK(ReadJson(run_dir / "run.json")["status"] == "succeeded");
-  json report = ReadJson(run_dir / "optimize_report.json");
+  json report = ReadJson(run_dir / "optimize_results.json");
   REQUIRE(report["rows"].size() == 1);
   CHECK(report["rows"][0]["status"] == "no_improvement");
   CHECK(report["rows"][0]["speedup"].get<double>() == Approx(1.0));
   CHECK_THAT(report["rows"][0]["reason"].get<std::string>(), Catch::Contains("no correct candidate"));
   CHECK_THAT(report["rows"][0]["reason"].get<std::string>(), Catch::Contains("no_code_block"));
-  CHECK_THAT(ReadFile(run_dir / "optimize_report.md"), Catch::Contains("baseline kept"));
+  CHECK_THAT(ReadFile(run_dir / "optimize_results.md"), Catch::Contains("baseline kept"));
 }
 
 TEST_CASE("an LLM reply that rewrites its own latency or computes outside the instruction stream never wins",
@@ -224,7 +224,7 @@ TEST_CASE("an LLM reply that rewrites its own latency or computes outside the in
                                                  "vars.static_checks=false", "llm.default.base_url=" + server.BaseUrl(),
                                                  "llm.default.model=fake-model"}));
   INFO(result.output);
-  json report = ReadJson(run_dir / "optimize_report.json");
+  json report = ReadJson(run_dir / "optimize_results.json");
   REQUIRE(report["rows"].size() == 1);
   const json& row = report["rows"][0];
   // The flattering kernel is a real fused silu: it may win, at its honest latency only.
@@ -251,7 +251,7 @@ TEST_CASE("without an LLM the same pipeline runs rule-based and improves a kerne
   INFO(result.output);
   CHECK_THAT(result.output, Catch::Contains("rule-based proposer"));
   CHECK(ReadJson(run_dir / "run.json")["status"] == "succeeded");
-  json report = ReadJson(run_dir / "optimize_report.json");
+  json report = ReadJson(run_dir / "optimize_results.json");
   CHECK(report["mode"] == "rules");
   REQUIRE(report["rows"].size() == 1);
   const json& row = report["rows"][0];
@@ -301,7 +301,7 @@ TEST_CASE("an LLM stage past its timeout fails alone: the loop goes on and the r
   CHECK(plan_status["seconds"].get<double>() < 3.5);  // given up at the limit, not when the reply came
   // the second iteration ran too, and the baseline result survives in the report
   CHECK(std::filesystem::exists(run_dir / "stages/06-optimize/iter-1/01-plan/status.json"));
-  json report = ReadJson(run_dir / "optimize_report.json");
+  json report = ReadJson(run_dir / "optimize_results.json");
   REQUIRE(report["rows"].size() == 1);
   CHECK(report["rows"][0]["status"] == "no_improvement");
   CHECK(report["rows"][0]["speedup"].get<double>() == Approx(1.0));

@@ -70,20 +70,20 @@ TEST_CASE("score: a planted optimize/records.jsonl link is refused, nothing appe
   CHECK(std::count(records.begin(), records.end(), '\n') == 2);
 }
 
-TEST_CASE("optimize_report: a planted best/ link does not receive the winning kernel", "[optimize][security]") {
+TEST_CASE("optimize_results: a planted best/ link does not receive the winning kernel", "[optimize][security]") {
   TempDir dir;
   auto base = dir.Write("base.py", "x = 1\n");
   auto winner_file = dir.Write("win.py", "x = 2  # faster\n");
   TempDir outside;
   fs::create_directory_symlink(outside.path(), dir.path() / "best");
   json best = {{"silu_M256_N1024", {{"id", "w"}, {"origin", "executor"}, {"latency_ms", 0.5}, {"kernel", winner_file.string()}}}};
-  json out = RunStage("optimize_report", {{"baselines", Baselines(base)}, {"best", best}}, dir.path());
+  json out = RunStage("optimize_results", {{"baselines", Baselines(base)}, {"best", best}}, dir.path());
   CHECK(fs::is_empty(outside.path()));
   // The row keeps the kernel where it was instead of a copy outside the run.
   CHECK(out["rows"][0]["kernel"] == winner_file.string());
 }
 
-TEST_CASE("optimize_report.md escapes HTML and table syntax from LLM plan titles", "[optimize][security]") {
+TEST_CASE("optimize_results.md escapes HTML and table syntax from LLM plan titles", "[optimize][security]") {
   TempDir dir;
   auto base = dir.Write("base.py", "x = 1\n");
   auto winner_file = dir.Write("win.py", "x = 2\n");
@@ -91,8 +91,8 @@ TEST_CASE("optimize_report.md escapes HTML and table syntax from LLM plan titles
                               {{"title", "<script>fetch('//evil')</script> | fake | cells\nnew row"}}});
   json best = {{"silu_M256_N1024", {{"id", "w<b>"}, {"origin", "executor"}, {"latency_ms", 0.5},
                                     {"kernel", winner_file.string()}, {"history", history}}}};
-  RunStage("optimize_report", {{"baselines", Baselines(base)}, {"best", best}}, dir.path());
-  std::string md = Slurp(dir.path() / "optimize_report.md");
+  RunStage("optimize_results", {{"baselines", Baselines(base)}, {"best", best}}, dir.path());
+  std::string md = Slurp(dir.path() / "optimize_results.md");
   INFO(md);
   CHECK(md.find("<img") == std::string::npos);
   CHECK(md.find("<script") == std::string::npos);

@@ -83,14 +83,14 @@ TEST_CASE("beam search: a per-problem spend cap of 3 requests ends the problem's
   CHECK(candidates == 1);
 
   // The report names the cap, per problem and in the markdown.
-  const json report = ReadJson(run_dir / "optimize_report.json");
+  const json report = ReadJson(run_dir / "optimize_results.json");
   REQUIRE(report["rows"].size() == 1);
   CHECK(report["rows"][0]["status"] == "improved");
   CHECK(report["rows"][0]["stopped"] == "spend cap: 3 requests per problem reached (3 spent)");
   CHECK(report["rows"][0]["llm"]["not_sent"] == 1);
   CHECK(report["spend"]["caps"]["problem"]["requests"] == 3);
   CHECK(report["spend"]["run"]["refused"] == 1);
-  const std::string md = ReadFile(run_dir / "optimize_report.md");
+  const std::string md = ReadFile(run_dir / "optimize_results.md");
   CHECK_THAT(md, Catch::Contains("search stopped: spend cap: 3 requests per problem reached (3 spent)"));
   CHECK_THAT(md, Catch::Contains("LLM spend caps (endpoint default): per problem 3 requests / 10000000 tokens / 10 USD"));
   // The log: the caps at start, the spend on the search line, the stop at the end.

@@ -73,5 +73,5 @@ TEST_CASE("agent loop with a converging LLM: prose and repeats get one re-ask ea
   CHECK(prompts[2].find("is a repeat") == std::string::npos);
   // A small constant per evaluated candidate (one here): plan, two executor calls and a summary per round.
   CHECK(requests.load() <= 10);
-  CHECK(ReadJson(run_dir / "optimize_report.json")["rows"][0]["status"] == "improved");
+  CHECK(ReadJson(run_dir / "optimize_results.json")["rows"][0]["status"] == "improved");
 }

@@ -77,7 +77,7 @@ TEST_CASE("agent loop without an LLM: round by round, experiments and lessons pe
   CHECK(list[0]["category"] == "improved");
   CHECK_THAT(list[0]["lesson"].get<std::string>(), Catch::StartsWith("improved "));
 
-  json report = ReadJson(run_dir / "optimize_report.json");
+  json report = ReadJson(run_dir / "optimize_results.json");
   REQUIRE(report["rows"].size() == 1);
   CHECK(report["rows"][0]["status"] == "improved");
   CHECK(report["rows"][0]["speedup"].get<double>() > 1.1);
@@ -176,6 +176,6 @@ TEST_CASE("agent loop killed with SIGKILL resumes with the same history as an un
   };
   CHECK(strip(killed) == strip(fresh));
   CHECK(ReadJson(killed / "lessons.json") == ReadJson(fresh / "lessons.json"));
-  CHECK(ReadJson(killed / "optimize_report.json")["rows"][0]["winner"]["id"] ==
-        ReadJson(fresh / "optimize_report.json")["rows"][0]["winner"]["id"]);
+  CHECK(ReadJson(killed / "optimize_results.json")["rows"][0]["winner"]["id"] ==
+        ReadJson(fresh / "optimize_results.json")["rows"][0]["winner"]["id"]);
 }

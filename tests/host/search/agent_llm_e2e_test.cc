@@ -91,7 +91,7 @@ TEST_CASE("agent loop with a scripted LLM: a failure becomes error feedback and 
   REQUIRE(lessons.size() >= 2);
   CHECK(lessons[0]["category"] == "error");
   CHECK(lessons[1]["category"] == "improved");
-  CHECK(ReadJson(run_dir / "optimize_report.json")["rows"][0]["status"] == "improved");
+  CHECK(ReadJson(run_dir / "optimize_results.json")["rows"][0]["status"] == "improved");
   // The executor was asked for a diff, and the kept kernel came from one.
   CHECK_THAT(prompts[1], Catch::Contains("Current kernel (kernel.py):"));
   const std::string kept = experiments[1]["candidate"];

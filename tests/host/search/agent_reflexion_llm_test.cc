@@ -58,7 +58,7 @@ Run RunAgent(const std::string& reflect_reply) {
   INFO(result.output);
   REQUIRE(ReadJson(run_dir / "run.json")["status"] == "succeeded");
   run.lessons = ReadJson(run_dir / "lessons.json")["cases"]["silu_M256_N1024"];
-  run.report = ReadJson(run_dir / "optimize_report.json");
+  run.report = ReadJson(run_dir / "optimize_results.json");
   run.requests = server.Requests().size();
   return run;
 }

@@ -132,7 +132,7 @@ void CheckReachesTheRestructuredKernel(const std::string& pipeline, const std::s
   INFO(pipeline << "\n" << result.output);
   REQUIRE(result.exit_code == 0);
   REQUIRE(ReadJson(run_dir / "run.json")["status"] == "succeeded");
-  const json row = ReadJson(run_dir / "optimize_report.json")["rows"][0];
+  const json row = ReadJson(run_dir / "optimize_results.json")["rows"][0];
   INFO(row.dump(2));
   CHECK(row["status"] == "improved");
   CHECK(row["best_latency_ms"].get<double>() < row["original_latency_ms"].get<double>() * 0.99);
@@ -249,7 +249,7 @@ TEST_CASE("graph search: a model that never names a move kind gets one re-ask pe
   CHECK(run["error"]["kind"] == "no_candidates");
   CHECK_THAT(run["error"]["message"].get<std::string>(), Catch::Contains("no candidate was produced"));
   CHECK_THAT(result.output, Catch::Contains("no candidate was produced"));
-  CHECK_THAT(ReadFile(run_dir / "optimize_report.md"), Catch::Contains("no candidate was produced"));
+  CHECK_THAT(ReadFile(run_dir / "optimize_results.md"), Catch::Contains("no candidate was produced"));
   // Three planner calls for the root, each re-asked once, and nothing else.
   CHECK(planner.load() == 6);
 }

@@ -130,7 +130,7 @@ TEST_CASE("MCGS without an LLM: a budgeted graph search improves the small kerne
   CHECK_FALSE(ReadJson(run_dir / "tactics.json")["entries"].empty());
 
   // The common outputs: report, best kernel, records (one per evaluation), memory.
-  json report = ReadJson(run_dir / "optimize_report.json");
+  json report = ReadJson(run_dir / "optimize_results.json");
   CHECK(report["mode"] == "rules");
   REQUIRE(report["rows"].size() == 2);
   bool improved = false;
@@ -224,8 +224,8 @@ TEST_CASE("MCGS killed with SIGKILL mid-search resumes to the same search as an 
   CHECK(Relative(json(Lines(killed / "events.jsonl")), killed.string()) ==
         Relative(json(Lines(fresh / "events.jsonl")), fresh.string()));
   CHECK(ReadFile(killed / "trace.md") == ReadFile(fresh / "trace.md"));
-  const json a = ReadJson(killed / "optimize_report.json")["rows"][0];
-  const json b = ReadJson(fresh / "optimize_report.json")["rows"][0];
+  const json a = ReadJson(killed / "optimize_results.json")["rows"][0];
+  const json b = ReadJson(fresh / "optimize_results.json")["rows"][0];
   CHECK(a["best_latency_ms"] == b["best_latency_ms"]);
   CHECK(a["winner"]["id"] == b["winner"]["id"]);
 }

@@ -148,7 +148,7 @@ TEST_CASE("MCGS with a scripted LLM: vocabulary moves with diffs, full-source fa
   }
   CHECK_THAT(ReadFile(fresh / "events.jsonl"), Catch::Contains("unknown_move"));
   CHECK_THAT(ReadFile(fresh / "trace.md"), Catch::Contains("transposition"));
-  CHECK(ReadJson(fresh / "optimize_report.json")["rows"][0]["status"] == "improved");
+  CHECK(ReadJson(fresh / "optimize_results.json")["rows"][0]["status"] == "improved");
 
   // kill -9 after the first evaluation, then resume against the same server.
   const auto killed = dir.path() / "killed";

@@ -87,7 +87,7 @@ TEST_CASE("a candidate that passes the screen but fails its confirmation is a fa
   CHECK(experiments[0]["status"] == "correctness_fail");
 
   // The report keeps the baseline: no improvement, no best kernel file.
-  const json report = ReadJson(run_dir / "optimize_report.json");
+  const json report = ReadJson(run_dir / "optimize_results.json");
   REQUIRE(report["rows"].size() == 1);
   CHECK(report["rows"][0]["status"] == "no_improvement");
   CHECK(report["rows"][0]["winner"]["validation"] == "full");

@@ -48,10 +48,10 @@ void CheckReported(const std::filesystem::path& run_dir) {
   CHECK(run["services"]["llm"]["spend"]["default"]["problems"]["silu_M256_N1024"]["stopped"] == kReason);
   // The stages stop asking once the cap is reached: no request had to be refused.
   CHECK(run["services"]["llm"]["spend"]["default"]["run"]["refused"] == 0);
-  const json report = ReadJson(run_dir / "optimize_report.json");
+  const json report = ReadJson(run_dir / "optimize_results.json");
   REQUIRE(report["rows"].size() == 1);
   CHECK(report["rows"][0]["stopped"] == kReason);
-  CHECK_THAT(ReadFile(run_dir / "optimize_report.md"), Catch::Contains(std::string("search stopped: ") + kReason));
+  CHECK_THAT(ReadFile(run_dir / "optimize_results.md"), Catch::Contains(std::string("search stopped: ") + kReason));
 }
 
 }  // namespace

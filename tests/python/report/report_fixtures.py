@@ -133,7 +133,7 @@ def beam_run(root, name="20261125-110000-nkibench-optimize", with_report=True, l
                  "percent_of_peak_after": 13.9, "winner": {"id": "adamw_M192_ID0", "origin": "baseline"},
                  "llm": {"requests": 4, "failed": 1, "prompt_tokens": 4000, "completion_tokens": 800, "cost_usd": 0.0068}}]
         geomean = (speedup * 1.0) ** 0.5
-        _write(os.path.join(run_dir, "optimize_report.json"), {"rows": rows, "geomean_speedup": geomean,
+        _write(os.path.join(run_dir, "optimize_results.json"), {"rows": rows, "geomean_speedup": geomean,
                                                                "mode": "llm" if llm else "rules", "llm": {}})
     return run_dir
 

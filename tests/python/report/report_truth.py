@@ -2,7 +2,7 @@
 
 ``check_search_run(run_dir, kind, label)``: the page of a search run (beam, graph search, agent)
 names its kind, and for every improved case its "Best kernels" row holds the winner of
-``optimize_report.json``: the candidate id, the latency and HBM traffic of that candidate's
+``optimize_results.json``: the candidate id, the latency and HBM traffic of that candidate's
 record and profile (not the baseline's), the SHA-256 of ``best/<case>.py``, and the diff
 section compares the baseline with that file. ``check_flashinfer_run(run_dir)``: the page of
 a FlashInfer-Bench evaluation shows each definition's statuses and speedups from
@@ -57,7 +57,7 @@ def check_search_run(run_dir, kind, label):
     for other in ("beam search", "graph search", "reflexion agent"):
         if other != label:
             assert other not in header, f"the page header names another kind ({other!r}): {header!r}"
-    with open(os.path.join(run_dir, "optimize_report.json"), encoding="utf-8") as handle:
+    with open(os.path.join(run_dir, "optimize_results.json"), encoding="utf-8") as handle:
         report = json.load(handle)
     records = {r["id"]: r for r in _lines(os.path.join(run_dir, "optimize", "records.jsonl"))}
     rows = {tr.get("data-case"): tr for tr in root.iter("tr") if tr.get("data-case")}

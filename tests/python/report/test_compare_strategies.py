@@ -19,7 +19,7 @@ def test_the_compare_page_shows_baselines_and_what_each_run_needed_to_reach_its_
         a = fx.beam_run(root, name="run-a", speedup=1.25)
         b = fx.beam_run(root, name="run-b", speedup=2.0)
         # B started from another silu baseline: the page must say so.
-        path = os.path.join(b, "optimize_report.json")
+        path = os.path.join(b, "optimize_results.json")
         with open(path, encoding="utf-8") as handle:
             data = json.load(handle)
         data["rows"][0]["original_latency_ms"] = 0.06

@@ -76,12 +76,29 @@ def test_beam_page_without_the_final_report_stage():
         run_dir = fx.beam_run(root, with_report=False, llm=False)
         result = report.render_report({"run_dir": run_dir})
         page = fx.check_page(result["html"])
-        assert any("optimize_report.json is missing" in w for w in result["warnings"])
+        assert any("optimize_results.json is missing" in w for w in result["warnings"])
         assert "No LLM requests" in result["html"]
         assert _svg_count(page) >= 5
         summary = report.summarize_run({"run_dir": run_dir})
         silu = [p for p in summary["problems"] if p["case_name"] == "silu_M256"][0]
         assert abs(silu["speedup"] - 1.25) < 1e-9 and silu["status"] == "improved"
+    finally:
+        fx.remove(root)
+
+
+def test_a_run_made_before_the_rename_is_read_from_optimize_report_json():
+    """Runs made before issue 40 named the results file optimize_report.json: same page, same summary."""
+    root = fx.temp_root()
+    try:
+        now = fx.beam_run(root, name="now")
+        before = fx.beam_run(root, name="before")
+        os.rename(os.path.join(before, "optimize_results.json"), os.path.join(before, "optimize_report.json"))
+        for run_dir in (now, before):
+            result = report.render_report({"run_dir": run_dir})
+            assert result["kind"] == "optimize-beam"
+            assert not any("is missing" in w for w in result["warnings"]), result["warnings"]
+        a, b = (report.summarize_run({"run_dir": d}) for d in (now, before))
+        assert a["geomean_speedup"] == b["geomean_speedup"] and a["problems"] == b["problems"]
     finally:
         fx.remove(root)
 
@@ -110,9 +127,9 @@ def test_generic_and_broken_runs_still_get_a_page():
         result = report.render_report({"run_dir": run_dir})
         assert result["kind"] == "generic" and result["charts"] == 0
         assert "failed" in result["html"]
-        # A corrupt optimize_report.json and records: the page is still written, from what is readable.
+        # A corrupt optimize_results.json and records: the page is still written, from what is readable.
         beam = fx.beam_run(root, name="corrupt")
-        with open(os.path.join(beam, "optimize_report.json"), "w") as handle:
+        with open(os.path.join(beam, "optimize_results.json"), "w") as handle:
             handle.write("{not json")
         with open(os.path.join(beam, "optimize", "records.jsonl"), "a") as handle:
             handle.write("{half a line\n")

@@ -14,7 +14,7 @@ def test_the_page_names_the_spend_cap_that_stopped_a_problem():
     root = fx.temp_root()
     try:
         run_dir = fx.beam_run(root)
-        path = os.path.join(run_dir, "optimize_report.json")
+        path = os.path.join(run_dir, "optimize_results.json")
         with open(path, encoding="utf-8") as handle:
             data = json.load(handle)
         data["rows"][0]["stopped"] = REASON

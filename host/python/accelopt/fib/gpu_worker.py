@@ -63,7 +63,8 @@ def _write(torch, value, path):
 
 
 def _load(req):
-    base = tempfile.mkdtemp(prefix="fib-gpu-")
+    # inside the trial's folder, which the caller removes (fib/gpu.py)
+    base = tempfile.mkdtemp(prefix="fib-gpu-", dir=req.get("out_dir"))
     package = "fib_gpu_" + req.get("role", "solution")
     root = os.path.join(base, package)
     for source in req["sources"]:

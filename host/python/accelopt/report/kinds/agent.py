@@ -1,7 +1,7 @@
 """Run kind ``agent``: the reflexion agent loop (pipelines/nkibench-agent.yaml, docs/search.md).
 
 Recognised by ``experiments.jsonl`` or ``lessons.json``. It writes the beam search's files
-too (records, optimize_report.json, best/), so the page is the beam page with its own kind
+too (records, optimize_results.json, best/), so the page is the beam page with its own kind
 and label, the best kernels of its own records, and the agent's rounds.
 """
 import collections

@@ -1,6 +1,6 @@
 """Run kind ``optimize-beam``: AccelOpt's beam search (pipelines/nkibench-optimize.yaml).
 
-Recognised by ``optimize_report.json`` or ``optimize/records.jsonl`` in the run
+Recognised by ``optimize_results.json`` or ``optimize/records.jsonl`` in the run
 directory; the data it reads is listed in ``beam_data``.
 """
 from .. import common
@@ -15,7 +15,8 @@ LABEL = "optimization run (beam search)"
 
 def matches(run):
     """True for a run of the optimization loop (its report or its records exist)."""
-    return run.exists("optimize_report.json") or run.exists("optimize/records.jsonl")
+    return any(run.exists(name) for name in ("optimize_results.json", "optimize_report.json",  # its former name
+                                              "optimize/records.jsonl"))
 
 
 def summarize(run):
@@ -64,7 +65,7 @@ def build_search(run, base_dir, kind, label, extra=()):
                     ("LLM", llm_text),
                     ("duration", markup.fmt_duration(run.duration_s()))]
     if not data.report:
-        report.warnings.append("optimize_report.json is missing (the run stopped before its report stage); "
+        report.warnings.append("optimize_results.json is missing (the run stopped before its results stage); "
                                "the figures below come from the records and the last beam.")
     for r in data.rows:  # docs/llm.md, "Spend caps"
         if r.get("stopped"):

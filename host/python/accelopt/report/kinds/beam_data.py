@@ -2,9 +2,9 @@
 
 Sources (docs/optimize.md, "Candidates and records"):
 
-* ``optimize_report.json``: per case the original and best latency, speedup,
+* ``optimize_results.json``: per case the original and best latency, speedup,
   % of peak before/after, the winner's id, lineage and history, candidate
-  counts and LLM usage (``native:optimize_report``; absent when the run
+  counts and LLM usage (``native:optimize_results``; absent when the run
   stopped before it);
 * ``optimize/records.jsonl``: every candidate in the order it was scored;
 * ``beam.json`` / ``best.json`` in stage folders: beam members and the best
@@ -14,11 +14,11 @@ Sources (docs/optimize.md, "Candidates and records"):
   profile folder, found through the for_each stage's ``outputs.json``, and
   its ``metrics`` (a search that keeps no ``best.json``, the graph search and
   the agent, gets its best kernel's engines and traffic from there);
-* ``best/<case>.py``: the winning kernel the report stage copied;
+* ``best/<case>.py``: the winning kernel the results stage copied;
 * ``journal.jsonl``: when each profile item finished (time to the best).
 
 The same files are written by the beam search, the graph search and the
-agent (they share native:score and native:optimize_report), so the three
+agent (they share native:score and native:optimize_results), so the three
 kinds read them through this class.
 """
 import collections
@@ -36,7 +36,8 @@ class BeamRun:
     def __init__(self, run):
         """Reads ``run`` (a RunFiles); missing files leave the matching parts empty."""
         self.run = run
-        self.report = run.json("optimize_report.json", {})
+        # optimize_report.json: the file's name in runs made before it was renamed (docs/architecture.md, "Words")
+        self.report = run.json("optimize_results.json", None) or run.json("optimize_report.json", {})
         self.records = run.jsonl("optimize/records.jsonl")
         self.records_by_id = {r.get("id"): r for r in self.records if r.get("id")}
         self._by_case = collections.defaultdict(list)
@@ -58,7 +59,7 @@ class BeamRun:
         self.rows = self._rows()
 
     def _rows(self):
-        """Per-case rows: optimize_report.json's, else rebuilt from the records and baselines."""
+        """Per-case rows: optimize_results.json's, else rebuilt from the records and baselines."""
         rows = [r for r in _as_list(self.report.get("rows")) if r.get("case_name")]
         if rows:
             return rows
@@ -89,7 +90,7 @@ class BeamRun:
         return [row["case_name"] for row in self.rows]
 
     def geomean_speedup(self):
-        """optimize_report.json's geomean, else the geomean of the rows' speedups (None when none)."""
+        """optimize_results.json's geomean, else the geomean of the rows' speedups (None when none)."""
         if isinstance(self.report.get("geomean_speedup"), (int, float)):
             return float(self.report["geomean_speedup"])
         speedups = [r["speedup"] for r in self.rows if isinstance(r.get("speedup"), (int, float)) and r["speedup"] > 0]

@@ -143,7 +143,7 @@ def outcomes_section(data):
 
 
 def spend_caps_text(spend):
-    """One line on the LLM spend caps and what the run spent (optimize_report.json ``spend``; docs/llm.md
+    """One line on the LLM spend caps and what the run spent (optimize_results.json ``spend``; docs/llm.md
     "Spend caps"), or "" when the report has none."""
     if not isinstance(spend, dict) or not isinstance(spend.get("caps"), dict):
         return ""
@@ -170,7 +170,7 @@ def spend_caps_text(spend):
 
 
 def llm_section(run, data):
-    """LLM requests, tokens and cost: per stage (run.json) and per case (optimize_report.json)."""
+    """LLM requests, tokens and cost: per stage (run.json) and per case (optimize_results.json)."""
     usage = run.llm_usage()
     total = usage.get("total") or data.report.get("llm") or {}
     mode = data.report.get("mode", "")

@@ -1,7 +1,7 @@
 """Run kind ``optimize-mcgs``: the Monte-Carlo graph search (pipelines/nkibench-mcgs.yaml, docs/search.md).
 
 Recognised by ``search_graph.json``. It writes the beam search's files too (records,
-optimize_report.json, best/), so the page is the beam page with its own kind and label,
+optimize_results.json, best/), so the page is the beam page with its own kind and label,
 the best kernels of its own records, and a section on the graph.
 """
 import collections
