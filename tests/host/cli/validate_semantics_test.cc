@@ -66,7 +66,7 @@ TEST_CASE("after a failed load, later stages are skipped with the first cause na
   CHECK_THAT(result.output, Catch::Contains("no summary.json"));
   CHECK_THAT(result.output, !Catch::Contains("attempt to index a nil value"));
   CHECK_THAT(result.output, !Catch::Contains("resolved to null"));
-  CHECK_THAT(result.output, Catch::Contains("stage report skipped") && Catch::Contains("first cause"));
+  CHECK_THAT(result.output, Catch::Contains("stage results skipped") && Catch::Contains("first cause"));
   json run = ReadJson(run_dir / "run.json");
   CHECK(run["failed_stages"] == 1);  // load only
   CHECK(run["error"]["stage"] == "load");
