@@ -272,6 +272,12 @@ inline std::string PromptText(const json& body) {
   return text;
 }
 
+/// The `baselines` parameter of native:optimize_results: one correct silu case at 1 ms.
+inline json SiluBaselines(const std::filesystem::path& kernel) {
+  return {{"silu_M256_N1024", {{"ok", true}, {"latency_ms", 1.0}, {"problem", "silu"}, {"kernel", kernel.string()},
+                               {"values", {{"M", 256}, {"N", 1024}}}}}};
+}
+
 inline std::string ReadFile(const std::filesystem::path& path) {
   std::ifstream in(path);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());

@@ -21,11 +21,6 @@ json WithoutPaths(json rows) {
   return rows;
 }
 
-json Baselines(const std::filesystem::path& kernel) {
-  return {{"silu_M256_N1024", {{"ok", true}, {"latency_ms", 1.0}, {"problem", "silu"}, {"kernel", kernel.string()},
-                               {"values", {{"M", 256}, {"N", 1024}}}}}};
-}
-
 }  // namespace
 
 TEST_CASE("optimize_results: the former name optimize_report writes the same results", "[optimize]") {
@@ -33,8 +28,8 @@ TEST_CASE("optimize_results: the former name optimize_report writes the same res
   auto base = dir.Write("base.py", "x = 1\n");
   auto winner = dir.Write("win.py", "x = 2  # faster\n");
   json best = {{"silu_M256_N1024", {{"id", "w"}, {"origin", "executor"}, {"latency_ms", 0.5}, {"kernel", winner.string()}}}};
-  json now = RunStage("optimize_results", {{"baselines", Baselines(base)}, {"best", best}}, dir.path() / "a");
-  json former = RunStage("optimize_report", {{"baselines", Baselines(base)}, {"best", best}}, dir.path() / "b");
+  json now = RunStage("optimize_results", {{"baselines", SiluBaselines(base)}, {"best", best}}, dir.path() / "a");
+  json former = RunStage("optimize_report", {{"baselines", SiluBaselines(base)}, {"best", best}}, dir.path() / "b");
   CHECK(now["json"].get<std::string>() == (dir.path() / "a" / "optimize_results.json").string());
   CHECK(now["markdown"].get<std::string>() == (dir.path() / "a" / "optimize_results.md").string());
   CHECK(former["json"].get<std::string>() == (dir.path() / "b" / "optimize_results.json").string());

